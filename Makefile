@@ -1,0 +1,70 @@
+# The Roofline Course. Quick start: `make book`, then `make test`. See README.md.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON_BOOT ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+BUILD  := _build/html
+JB_STRICT := --all -W -n --keep-going
+
+.PHONY: help install book test unit nbval build-strict lab serve grade gpu-check clean
+
+help:
+	@echo "make book     install if needed, execute every notebook, build the site into $(BUILD)"
+	@echo "make test     install if needed, then unit tests + nbval over every notebook + strict book build"
+	@echo "make lab      open the notebooks in JupyterLab (jupytext opens the .md files as notebooks)"
+	@echo "make serve    serve the built site on http://127.0.0.1:8000"
+	@echo "make grade    grade your answers in exercises/"
+	@echo "make clean    remove the build and the notebook execution cache"
+
+$(PY):
+	@echo "==> creating $(VENV) with $(PYTHON_BOOT)"
+	$(PYTHON_BOOT) -m venv $(VENV)
+
+# Reinstall whenever the pins or the package metadata change.
+$(STAMP): requirements.txt pyproject.toml | $(PY)
+	@echo "==> installing the pinned environment (requirements.txt); first time takes a few minutes"
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (roofline course)" >/dev/null
+	@touch $@
+
+install: $(STAMP)
+
+book: $(STAMP)
+	$(VENV)/bin/jupyter-book build . --keep-going
+	@echo
+	@echo "==> The site is built. Open $(CURDIR)/$(BUILD)/index.html in a browser, or run 'make serve'."
+
+unit: $(STAMP)
+	$(PY) -m pytest tests -q
+
+nbval: $(STAMP)
+	$(PY) -m pytest --nbval-lax --sanitize-with tests/nbval_sanitize.cfg -q notebooks exercises solutions
+
+build-strict: $(STAMP)
+	$(VENV)/bin/jupyter-book build . $(JB_STRICT)
+
+test: $(STAMP)
+	@echo "==> 1/3 unit tests"
+	$(PY) -m pytest tests -q
+	@echo "==> 2/3 nbval over every notebook"
+	$(PY) -m pytest --nbval-lax --sanitize-with tests/nbval_sanitize.cfg -q notebooks exercises solutions
+	@echo "==> 3/3 strict book build (any warning or failing cell fails)"
+	$(VENV)/bin/jupyter-book build . $(JB_STRICT)
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks
+
+serve: $(STAMP)
+	@test -f $(BUILD)/index.html || { echo "no site yet: run 'make book' first"; exit 2; }
+	$(PY) -m http.server --bind 127.0.0.1 --directory $(BUILD) 8000
+
+grade: $(STAMP)
+	$(VENV)/bin/roofline grade exercises/*.md
+
+clean:
+	rm -rf _build .jupyter_cache

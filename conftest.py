@@ -1,0 +1,89 @@
+"""Let nbval collect the course's jupytext notebooks (MyST ``.md``) as if they were ``.ipynb``.
+
+``pytest --nbval-lax notebooks exercises solutions`` executes every code cell of every
+notebook and fails on any error. ``--nbval`` (strict) compares outputs too; a text notebook
+stores none, so strict mode takes the outputs of a reference record when one exists at
+``tests/records/<same path>.ipynb`` (written by ``python tests/record_outputs.py PATH``).
+Cells tagged ``nbval-ignore-output`` (timings, addresses) are run but never compared.
+"""
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+try:  # nbval and jupytext are in the pinned environment; stay importable without them
+    import jupytext
+    from nbval.plugin import IPyNbCell, IPyNbFile, find_comment_markers, find_metadata_tags
+except ImportError:  # pragma: no cover - only outside the course environment
+    IPyNbFile = None
+
+ROOT = Path(__file__).resolve().parent
+RECORDS = ROOT / "tests" / "records"
+NOTEBOOK_DIRS = ("notebooks", "exercises", "solutions")
+
+
+def _is_course_notebook(path: Path) -> bool:
+    try:
+        rel = path.resolve().relative_to(ROOT)
+    except ValueError:
+        return False
+    return path.suffix == ".md" and rel.parts[0] in NOTEBOOK_DIRS and len(rel.parts) == 2
+
+
+def record_path(path: Path) -> Path:
+    """Where the reference record of a text notebook lives."""
+    rel = path.resolve().relative_to(ROOT)
+    return RECORDS / rel.with_suffix(".ipynb")
+
+
+def read_notebook(path: Path):
+    """Read a jupytext notebook, with outputs from its reference record when it has one."""
+    nb = jupytext.read(path)
+    record = record_path(path)
+    if record.exists():
+        import nbformat
+
+        ref = nbformat.read(str(record), as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        ref_code = [c for c in ref.cells if c.cell_type == "code"]
+        if [c.source for c in code] != [c.source for c in ref_code]:
+            raise pytest.UsageError(
+                f"the reference record {record.relative_to(ROOT)} is stale: its code cells differ "
+                f"from {path.relative_to(ROOT)}; re-record it with tests/record_outputs.py"
+            )
+        for cell, ref_cell in zip(code, ref_code):
+            cell.outputs = ref_cell.outputs
+    return nb
+
+
+if IPyNbFile is not None:
+
+    class JupytextNbFile(IPyNbFile):
+        """nbval's notebook collector, reading the text format through jupytext."""
+
+        def collect(self):
+            self.nb = read_notebook(Path(str(self.fspath)))
+            cell_num = 0
+            for cell in self.nb.cells:
+                if cell.cell_type != "code":
+                    continue
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    options = defaultdict(bool, find_metadata_tags(cell.metadata))
+                    options.update(dict(find_comment_markers(cell.source)))
+                options.setdefault("check", self.compare_outputs)
+                yield IPyNbCell.from_parent(
+                    self, name=f"Cell {cell_num}", cell_num=cell_num, cell=cell, options=options
+                )
+                cell_num += 1
+
+    def pytest_collect_file(file_path, parent):
+        opt = parent.config.option
+        if (getattr(opt, "nbval", False) or getattr(opt, "nbval_lax", False)) and _is_course_notebook(
+            Path(file_path)
+        ):
+            return JupytextNbFile.from_parent(parent, path=file_path)
+        return None

@@ -1,0 +1,45 @@
+"""roofline_lib: the shared package of The Roofline Course.
+
+Layers, each importing only the ones above it:
+
+    hardware   -> the GPU registry (datasheet numbers, SI units)
+    roofline   -> ridge point, attainable FLOP/s, kernel verdict, plausibility guard
+    ops        -> FLOPs and bytes of single operations (GEMM, GEMV, norms, attention...)
+    transformer-> model-level FLOP counts and conventions (6N, three-term)
+    audit      -> FlopCounterMode-based FLOP audit of real torch graphs
+    inference  -> decode ceilings, weight-GEMM intensity, KV cache, quantisation
+    training   -> MFU/HFU, training bills, precision sweep
+    measure    -> timing (do_bench on CUDA, careful CPU fallback), this machine's ceilings
+    plots      -> matplotlib rooflines
+    widgets    -> ipywidgets explorers
+    export     -> JSON export of the registry for the static site
+    grading    -> checks behind the autograded exercises
+
+Chapters call ``import roofline_lib as rl``.
+"""
+from .hardware import *  # noqa: F401,F403
+from .hardware import __all__ as _hardware_all
+from .roofline import *  # noqa: F401,F403
+from .roofline import __all__ as _roofline_all
+from .ops import *  # noqa: F401,F403
+from .ops import __all__ as _ops_all
+from .transformer import *  # noqa: F401,F403
+from .transformer import __all__ as _transformer_all
+from .inference import *  # noqa: F401,F403
+from .inference import __all__ as _inference_all
+from .training import *  # noqa: F401,F403
+from .training import __all__ as _training_all
+
+# audit (torch), measure, plots, widgets, export and grading are imported on demand:
+#   from roofline_lib import audit, measure, plots, widgets
+# so that `import roofline_lib` stays fast and light.
+
+__version__ = "0.1.0"
+__all__ = [
+    *_hardware_all,
+    *_roofline_all,
+    *_ops_all,
+    *_transformer_all,
+    *_inference_all,
+    *_training_all,
+]

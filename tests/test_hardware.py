@@ -1,0 +1,107 @@
+"""The registry: names, aliases, units, precisions a chip has and lacks."""
+import dataclasses
+
+import pytest
+
+import roofline_lib as rl
+
+
+def test_a100_defaults_to_the_80gb_sxm_part():
+    spec = rl.gpu("A100")
+    assert spec.name == "A100 80GB SXM"
+    assert spec.hbm_bytes_per_s == 2039e9  # datasheet: 2,039 GB/s
+    assert spec.hbm_capacity_bytes == 80e9  # 80 GB, decimal as printed
+    assert spec.peak_flops_per_s("bf16") == 312e12  # dense; 624 is the sparse figure
+
+
+def test_a100_40gb_is_a_separate_entry_with_less_bandwidth():
+    spec = rl.gpu("a100-40gb")
+    assert spec.hbm_bytes_per_s == 1555e9
+    assert spec.peak_flops_per_s("bf16") == rl.gpu("A100").peak_flops_per_s("bf16")
+
+
+def test_h100_defaults_to_sxm_and_stores_dense_figures():
+    spec = rl.gpu("h100")
+    assert spec.name == "H100 SXM"
+    # datasheet prints 1,979 TFLOP/s "with sparsity"; dense is half: 989.5
+    assert spec.peak_flops_per_s("bf16") == pytest.approx(989.5e12)
+    assert spec.peak_flops_per_s("bf16", sparse=True) == pytest.approx(1979e12)
+    assert spec.peak_flops_per_s("fp8") == pytest.approx(1979e12)  # 3958 / 2
+
+
+@pytest.mark.parametrize("name", ["H100", "h100", " H100 ", "H100-SXM5", "h100_sxm", "H100 SXM"])
+def test_names_are_case_insensitive_with_aliases(name):
+    assert rl.gpu(name).key == "h100-sxm"
+
+
+def test_registry_covers_the_cards_the_course_uses():
+    for name in ["A100", "A100-40GB", "H100", "H100 PCIe", "H200", "B200", "L4"]:
+        assert isinstance(rl.gpu(name), rl.GPUSpec)
+
+
+def test_unknown_gpu_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown GPU 'V100'.*a100-80gb-sxm.*h100-sxm"):
+        rl.gpu("V100")
+
+
+def test_non_string_name_is_a_type_error():
+    with pytest.raises(TypeError, match="gpu name must be a string"):
+        rl.gpu(100)
+
+
+def test_precision_the_chip_lacks_names_the_ones_it_has():
+    with pytest.raises(ValueError, match=r"A100 80GB SXM has no fp8.*fp32, tf32, bf16, fp16, int8"):
+        rl.gpu("A100").peak_flops_per_s("fp8")
+    with pytest.raises(ValueError, match="has no fp4"):
+        rl.gpu("H100").peak_flops_per_s("fp4")
+
+
+def test_unknown_precision_is_refused():
+    with pytest.raises(ValueError, match="precision must be one of"):
+        rl.gpu("A100").peak_flops_per_s("fp12")
+
+
+def test_fp32_sparse_does_not_exist():
+    with pytest.raises(ValueError, match="no a sparse figure for fp32|has no"):
+        rl.gpu("A100").peak_flops_per_s("fp32", sparse=True)
+
+
+def test_only_blackwell_has_fp4():
+    have = [k for k, s in rl.registry().items() if s.has("fp4")]
+    assert have == ["b200"]
+
+
+def test_specs_are_frozen_and_tables_read_only():
+    spec = rl.gpu("H200")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.hbm_bytes_per_s = 1.0
+    with pytest.raises(TypeError):
+        spec.dense_flops_per_s["bf16"] = 1.0
+
+
+def test_every_entry_cites_a_datasheet_and_is_in_si_units():
+    for spec in rl.registry().values():
+        assert "datasheet" in spec.source.lower()
+        assert 1e11 < spec.hbm_bytes_per_s < 1e14  # between 0.1 and 100 TB/s
+        assert 1e10 < spec.hbm_capacity_bytes < 1e12  # between 10 GB and 1 TB
+        assert spec.sm_count > 0 and spec.l2_bytes > 1e6
+        for p in spec.precisions:
+            assert 1e12 < spec.peak_flops_per_s(p) < 1e17
+        # sparse figures, where printed, are exactly twice the dense ones
+        for p, v in spec.sparse_flops_per_s.items():
+            assert v == pytest.approx(2 * spec.dense_flops_per_s[p])
+
+
+def test_bytes_per_element():
+    assert rl.bytes_per_element("bf16") == 2
+    assert rl.bytes_per_element("FP4") == 0.5
+    with pytest.raises(ValueError, match="precision must be one of"):
+        rl.bytes_per_element("int3")
+
+
+def test_as_gpu_accepts_spec_or_name_and_refuses_the_rest():
+    spec = rl.gpu("L4")
+    assert rl.as_gpu(spec) is spec
+    assert rl.as_gpu("l4") is spec
+    with pytest.raises(TypeError, match="gpu must be a GPUSpec or a GPU name"):
+        rl.as_gpu(3.14)
