@@ -1,0 +1,473 @@
+"""Inference on the roofline: weight-GEMM intensity, decode ceilings, the KV cache, quantisation.
+
+Counting conventions used throughout (all SI: FLOP, bytes, seconds):
+
+* One multiply-accumulate is 2 FLOP, so a forward pass costs ``2 * n_params`` FLOP per token.
+* "Bytes" means HBM traffic. One decode step streams every weight from HBM once, however many
+  sequences share the step; each sequence also reads its own KV cache once per step.
+* Capacities are the decimal gigabytes the datasheets print (80 GB = 80e9 bytes).
+
+The one rule behind this module: a weight matmul's intensity is set by the number of tokens that
+share one read of the weights. In bf16 it is about that token count in FLOP/byte, so single-stream
+decode (one token) sits near 1 FLOP/byte, far below every ridge, and its speed is the bandwidth
+divided by the model's size in bytes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ._checks import _fraction, _positive, _positive_int
+from .hardware import as_gpu, bytes_per_element
+
+__all__ = [
+    "weight_gemm_intensity",
+    "weight_gemm_intensity_limit",
+    "tokens_to_reach_ridge",
+    "tokens_to_reach_ridge_exact",
+    "precision_for_bytes",
+    "DecodeCeiling",
+    "decode_roofline",
+    "min_gpus_to_fit",
+    "kv_cache_bytes_per_token",
+    "kv_cache_bytes",
+    "max_batch_for_context",
+    "decode_step_bytes",
+    "kv_crossover_context",
+    "KVDecodeCeiling",
+    "kv_decode_ceiling",
+    "QuantisationRow",
+    "quantisation_table",
+]
+
+FLOP_PER_MAC = 2  # one multiply plus one add
+
+#: Which compute precision a weight width implies when the math runs at the storage width.
+_PRECISION_FOR_BYTES = {4: "fp32", 2: "bf16", 1: "fp8", 0.5: "fp4"}
+
+
+# --------------------------------------------------------------------------- weight GEMM intensity
+
+
+def weight_gemm_intensity(tokens, d_in, d_out, bytes_per_elem=2) -> float:
+    """Arithmetic intensity (FLOP/byte) of ``tokens`` rows times a ``d_in x d_out`` weight.
+
+    Counting: FLOP = 2 * M * d_in * d_out (1 MAC = 2 FLOP). Bytes moved, each once through HBM:
+    the weight (d_in * d_out elements), the input activations (M * d_in) and the output
+    activations (M * d_out), all at ``bytes_per_elem`` bytes.
+
+    For small M the weight dominates the bytes and the intensity tends to 2M / b
+    (:func:`weight_gemm_intensity_limit`); in bf16 (b = 2) that is I ~= M: the intensity *is*
+    the token count. For large M it saturates near 2 d_in d_out / (b (d_in + d_out)).
+
+    >>> round(weight_gemm_intensity(1, 4096, 4096), 4)  # one decode token in bf16: about 1 FLOP/byte
+    0.9995
+    """
+    m = _positive_int(tokens, "tokens", "tokens")
+    k = _positive_int(d_in, "d_in", "elements")
+    n = _positive_int(d_out, "d_out", "elements")
+    b = _positive(bytes_per_elem, "bytes_per_elem", "bytes per element")
+    flops = FLOP_PER_MAC * m * k * n
+    elements = k * n + m * k + m * n  # weight read + activations in + activations out
+    return flops / (b * elements)
+
+
+def weight_gemm_intensity_limit(tokens, bytes_per_elem=2) -> float:
+    """The small-M approximation 2M / b (FLOP/byte): only the weight read is counted.
+
+    Each weight element (b bytes) is read once and used in one MAC (2 FLOP) per token.
+    """
+    m = _positive(tokens, "tokens", "tokens")
+    b = _positive(bytes_per_elem, "bytes_per_elem", "bytes per element")
+    return FLOP_PER_MAC * m / b
+
+
+def _storage_bytes(precision, bytes_per_elem) -> float:
+    if bytes_per_elem is None:
+        return bytes_per_element(precision)
+    return _positive(bytes_per_elem, "bytes_per_elem", "bytes per element")
+
+
+def tokens_to_reach_ridge(gpu, precision: str = "bf16", bytes_per_elem=None) -> float:
+    """Tokens M sharing one weight read for a weight GEMM to reach the ridge: 2M / b = ridge.
+
+    So M = ridge * b / 2. ``bytes_per_elem`` defaults to the storage size of ``precision``; pass
+    it to model weights stored narrower than the math (weight-only quantisation). The answer is a
+    real number; a batch must be at least its ceiling. Uses the small-M approximation; see
+    :func:`tokens_to_reach_ridge_exact` for a given weight shape.
+    """
+    spec = as_gpu(gpu)
+    ridge = spec.ridge_point(precision)
+    b = _storage_bytes(precision, bytes_per_elem)
+    return ridge * b / FLOP_PER_MAC
+
+
+def tokens_to_reach_ridge_exact(gpu, d_in, d_out, precision: str = "bf16", bytes_per_elem=None) -> float:
+    """Tokens M at which :func:`weight_gemm_intensity` equals the ridge, counting activations too.
+
+    Solving 2 M K N / (b (K N + M K + M N)) = R for M gives
+    M = R b K N / (2 K N - R b (K + N)). Activation traffic makes M a little larger than the
+    small-M estimate. Raises ValueError when the shape cannot reach the ridge at any M: its
+    intensity saturates at 2 K N / (b (K + N)), which must exceed the ridge.
+    """
+    spec = as_gpu(gpu)
+    k = _positive_int(d_in, "d_in", "elements")
+    n = _positive_int(d_out, "d_out", "elements")
+    ridge = spec.ridge_point(precision)
+    b = _storage_bytes(precision, bytes_per_elem)
+    denominator = FLOP_PER_MAC * k * n - ridge * b * (k + n)
+    if denominator <= 0:
+        ceiling = FLOP_PER_MAC * k * n / (b * (k + n))
+        raise ValueError(
+            f"a {k} x {n} weight never reaches the {spec.name} {precision} ridge of {ridge:.4g} "
+            f"FLOP/byte: however many tokens share it, its intensity stays below {ceiling:.4g} "
+            f"FLOP/byte"
+        )
+    return ridge * b * k * n / denominator
+
+
+# --------------------------------------------------------------------------- decode ceiling
+
+
+def precision_for_bytes(bytes_per_param) -> str:
+    """The precision whose storage width is ``bytes_per_param``: 4 fp32, 2 bf16, 1 fp8, 0.5 fp4."""
+    b = _positive(bytes_per_param, "bytes_per_param", "bytes per parameter")
+    if b not in _PRECISION_FOR_BYTES:
+        widths = ", ".join(f"{w:g} ({p})" for w, p in _PRECISION_FOR_BYTES.items())
+        raise ValueError(
+            f"bytes_per_param={bytes_per_param!r} has no matching precision; known widths in "
+            f"bytes per parameter: {widths}. Pass precision= to say which math precision to use."
+        )
+    return _PRECISION_FOR_BYTES[b]
+
+
+def _peak_for(spec, precision: str, bytes_per_param: float) -> float:
+    """The dense peak, with a hint about weight-only quantisation when the chip lacks it."""
+    try:
+        return spec.peak_flops_per_s(precision)
+    except ValueError as err:
+        raise ValueError(
+            f"{err}. If the weights are stored at bytes_per_param={bytes_per_param:g} but the "
+            f"math runs in bf16 (weight-only quantisation), pass precision='bf16'"
+        ) from None
+
+
+def min_gpus_to_fit(weight_bytes, gpu, reserve_fraction=0.0) -> int:
+    """Fewest cards whose memory holds ``weight_bytes`` (weights only, split evenly).
+
+    ``reserve_fraction`` of each card is kept back for the KV cache, activations and the runtime.
+    A 70e9-parameter model in bf16 is 140e9 bytes: two 80 GB cards, before any KV cache.
+    """
+    w = _positive(weight_bytes, "weight_bytes", "bytes")
+    r = _fraction(reserve_fraction, "reserve_fraction", allow_zero=True)
+    spec = as_gpu(gpu)
+    usable_bytes = spec.hbm_capacity_bytes * (1.0 - r)
+    if usable_bytes <= 0:
+        raise ValueError(f"reserve_fraction must leave some memory free, got {reserve_fraction!r}")
+    cards = w / usable_bytes
+    return max(1, math.ceil(cards * (1 - 1e-12)))  # 1e-12: forgive float noise on exact fits
+
+
+@dataclass(frozen=True)
+class DecodeCeiling:
+    """The roofline ceiling of autoregressive decode on one card. SI units.
+
+    ``tokens_per_s`` counts tokens from all ``batch`` sequences; ``ms_per_token`` is the time of
+    one step, which is also the gap between two tokens of any one sequence.
+    """
+
+    gpu: str
+    n_params: float
+    bytes_per_param: float
+    precision: str  # the precision of the compute peak
+    batch: int
+    weight_bytes: float
+    capacity_bytes: float
+    fits_in_memory: bool
+    min_gpus_to_fit: int
+    memory_seconds: float  # time to stream the weights once
+    compute_seconds: float  # time for 2 N FLOP per token times batch at the dense peak
+    seconds_per_step: float
+    ms_per_token: float
+    tokens_per_s: float
+    achieved_flops_per_s: float
+    peak_flops_per_s: float
+    share_of_peak: float  # achieved / peak, a fraction
+    bound: str  # "memory" or "compute"
+    warning: str | None  # set when the ceiling cannot be reached on one card
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.gpu}, {self.n_params / 1e9:.4g}B params at {self.bytes_per_param:g} B/param "
+            f"({self.weight_bytes / 1e9:.4g} GB), batch {self.batch}: "
+            f"{self.tokens_per_s:.4g} tok/s ceiling, {self.ms_per_token:.4g} ms per step, "
+            f"{self.bound}-bound, {self.share_of_peak:.2%} of the {self.precision} peak"
+        )
+        if self.warning:
+            text = f"WARNING: {self.warning}\n{text}"
+        return text
+
+
+def decode_roofline(n_params, gpu, bytes_per_param=2, precision=None, batch=1) -> DecodeCeiling:
+    """The decode ceiling: each step streams every weight once and serves ``batch`` tokens.
+
+    Steps, each checkable by hand:
+
+    * weight_bytes    = n_params * bytes_per_param
+    * memory_seconds  = weight_bytes / HBM bytes/s           (the bandwidth wall)
+    * compute_seconds = 2 * n_params * batch / dense peak    (the compute wall; 1 MAC = 2 FLOP)
+    * seconds_per_step = the larger; tokens_per_s = batch / seconds_per_step
+
+    The KV cache and activations are not counted here (see :func:`kv_decode_ceiling`).
+
+    ``precision`` is the precision the math runs in, which sets the compute peak. By default it
+    follows the weight width (2 -> bf16, 1 -> fp8, 0.5 -> fp4, 4 -> fp32), and a chip without
+    that precision is refused with the list of what it has. For weight-only quantisation (weights
+    stored in int8/fp8/fp4, dequantised and multiplied in bf16) pass ``precision="bf16"``: the
+    bytes shrink, the peak stays the bf16 one.
+
+    A model too big for the card is not refused: ``fits_in_memory`` is False, ``warning`` says the
+    ceiling cannot be reached on one card, and ``min_gpus_to_fit`` says how many it needs.
+    """
+    spec = as_gpu(gpu)
+    n = _positive(n_params, "n_params", "parameters")
+    b = _positive(bytes_per_param, "bytes_per_param", "bytes per parameter")
+    batch = _positive_int(batch, "batch", "sequences")
+    if precision is None:
+        precision = precision_for_bytes(b)
+    peak = _peak_for(spec, precision, b)
+
+    weight_bytes = n * b
+    flops_per_token = FLOP_PER_MAC * n
+    memory_seconds = weight_bytes / spec.hbm_bytes_per_s
+    compute_seconds = flops_per_token * batch / peak
+    seconds_per_step = max(memory_seconds, compute_seconds)
+    tokens_per_s = batch / seconds_per_step
+    achieved = flops_per_token * tokens_per_s
+
+    capacity = spec.hbm_capacity_bytes
+    fits = weight_bytes <= capacity
+    gpus_needed = min_gpus_to_fit(weight_bytes, spec)
+    warning = None
+    if not fits:
+        warning = (
+            f"the weights ({weight_bytes / 1e9:.4g} GB) do not fit in the {spec.name}'s "
+            f"{capacity / 1e9:.4g} GB, so this ceiling is unreachable on one card; "
+            f"the weights alone need at least {gpus_needed} cards"
+        )
+    return DecodeCeiling(
+        gpu=spec.name,
+        n_params=n,
+        bytes_per_param=b,
+        precision=precision.strip().lower(),
+        batch=batch,
+        weight_bytes=weight_bytes,
+        capacity_bytes=capacity,
+        fits_in_memory=fits,
+        min_gpus_to_fit=gpus_needed,
+        memory_seconds=memory_seconds,
+        compute_seconds=compute_seconds,
+        seconds_per_step=seconds_per_step,
+        ms_per_token=seconds_per_step * 1e3,
+        tokens_per_s=tokens_per_s,
+        achieved_flops_per_s=achieved,
+        peak_flops_per_s=peak,
+        share_of_peak=achieved / peak,
+        bound="memory" if memory_seconds >= compute_seconds else "compute",
+        warning=warning,
+    )
+
+
+# --------------------------------------------------------------------------- KV cache
+
+
+def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_elem=2) -> float:
+    """Bytes of KV cache one token adds: 2 (K and V) * layers * KV heads * head_dim * b.
+
+    With grouped-query attention ``n_kv_heads`` is the number of KV heads, not query heads.
+    """
+    layers = _positive_int(n_layers, "n_layers", "layers")
+    heads = _positive_int(n_kv_heads, "n_kv_heads", "heads")
+    dim = _positive_int(head_dim, "head_dim", "elements")
+    b = _positive(bytes_per_elem, "bytes_per_elem", "bytes per element")
+    return 2 * layers * heads * dim * b  # 2: one K and one V vector per head per layer
+
+
+def kv_cache_bytes(n_layers, n_kv_heads, head_dim, context_len, batch=1, bytes_per_elem=2) -> float:
+    """KV cache of ``batch`` sequences of ``context_len`` tokens each, in bytes."""
+    per_token = kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, bytes_per_elem)
+    tokens = _positive_int(context_len, "context_len", "tokens")
+    sequences = _positive_int(batch, "batch", "sequences")
+    return per_token * tokens * sequences
+
+
+def max_batch_for_context(gpu, weight_bytes, kv_bytes_per_token, context_len, reserve_fraction=0.0) -> int:
+    """How many sequences of ``context_len`` tokens fit in the KV cache beside the weights.
+
+    free = capacity * (1 - reserve_fraction) - weight_bytes; the answer is
+    floor(free / (kv_bytes_per_token * context_len)), and 0 when not even one sequence fits
+    (or the weights alone overflow the card).
+    """
+    spec = as_gpu(gpu)
+    w = _positive(weight_bytes, "weight_bytes", "bytes")
+    kv = _positive(kv_bytes_per_token, "kv_bytes_per_token", "bytes per token")
+    tokens = _positive_int(context_len, "context_len", "tokens")
+    r = _fraction(reserve_fraction, "reserve_fraction", allow_zero=True)
+    free_bytes = spec.hbm_capacity_bytes * (1.0 - r) - w
+    if free_bytes <= 0:
+        return 0
+    return math.floor(free_bytes / (kv * tokens) * (1 + 1e-12))  # 1e-12: forgive float noise
+
+
+def decode_step_bytes(weight_bytes, kv_bytes_per_token, context_len, batch) -> float:
+    """HBM bytes of one decode step: the weights once, plus every sequence's KV cache once.
+
+    weight_bytes + batch * context_len * kv_bytes_per_token. The weights are shared by the
+    batch; the KV cache is not, which is why it becomes the next bandwidth wall.
+    """
+    w = _positive(weight_bytes, "weight_bytes", "bytes")
+    kv = _positive(kv_bytes_per_token, "kv_bytes_per_token", "bytes per token")
+    tokens = _positive_int(context_len, "context_len", "tokens")
+    sequences = _positive_int(batch, "batch", "sequences")
+    return w + sequences * tokens * kv
+
+
+def kv_crossover_context(weight_bytes, kv_bytes_per_token, batch=1) -> float:
+    """Context length (tokens) at which the batch's KV reads equal the weight reads per step.
+
+    weight_bytes / (batch * kv_bytes_per_token). Beyond it, the KV cache is most of the traffic.
+    """
+    w = _positive(weight_bytes, "weight_bytes", "bytes")
+    kv = _positive(kv_bytes_per_token, "kv_bytes_per_token", "bytes per token")
+    sequences = _positive_int(batch, "batch", "sequences")
+    return w / (sequences * kv)
+
+
+@dataclass(frozen=True)
+class KVDecodeCeiling:
+    """Bandwidth ceiling of one decode step that reads the weights and the KV cache. SI units."""
+
+    gpu: str
+    batch: int
+    context_len: int
+    weight_bytes: float
+    kv_bytes: float  # KV cache read per step, all sequences
+    step_bytes: float
+    kv_share: float  # kv_bytes / step_bytes, a fraction
+    seconds_per_step: float
+    ms_per_token: float
+    tokens_per_s: float  # all sequences together
+    fits_in_memory: bool  # weights + KV cache against the card's capacity
+    warning: str | None
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.gpu}, batch {self.batch} x {self.context_len} tokens: "
+            f"{self.step_bytes / 1e9:.4g} GB per step ({self.kv_share:.0%} KV cache), "
+            f"{self.tokens_per_s:.4g} tok/s ceiling"
+        )
+        return f"WARNING: {self.warning}\n{text}" if self.warning else text
+
+
+def kv_decode_ceiling(gpu, weight_bytes, kv_bytes_per_token, context_len, batch=1) -> KVDecodeCeiling:
+    """Decode ceiling when each step reads the weights and every sequence's KV cache.
+
+    seconds_per_step = decode_step_bytes(...) / HBM bytes/s, tokens_per_s = batch / that.
+    Only the bandwidth wall is modelled (decode is memory-bound until the batch nears the
+    ridge; :func:`decode_roofline` adds the compute wall). Every sequence is taken at the full
+    ``context_len``; the attention FLOPs are not counted.
+    """
+    spec = as_gpu(gpu)
+    step_bytes = decode_step_bytes(weight_bytes, kv_bytes_per_token, context_len, batch)
+    kv_bytes = step_bytes - float(weight_bytes)
+    seconds_per_step = step_bytes / spec.hbm_bytes_per_s
+    fits = step_bytes <= spec.hbm_capacity_bytes  # the step reads everything it stores
+    warning = None
+    if not fits:
+        warning = (
+            f"weights plus KV cache ({step_bytes / 1e9:.4g} GB) do not fit in the {spec.name}'s "
+            f"{spec.hbm_capacity_bytes / 1e9:.4g} GB, so this ceiling is unreachable on one card"
+        )
+    return KVDecodeCeiling(
+        gpu=spec.name,
+        batch=int(batch),
+        context_len=int(context_len),
+        weight_bytes=float(weight_bytes),
+        kv_bytes=kv_bytes,
+        step_bytes=step_bytes,
+        kv_share=kv_bytes / step_bytes,
+        seconds_per_step=seconds_per_step,
+        ms_per_token=seconds_per_step * 1e3,
+        tokens_per_s=int(batch) / seconds_per_step,
+        fits_in_memory=fits,
+        warning=warning,
+    )
+
+
+# --------------------------------------------------------------------------- quantisation
+
+
+@dataclass(frozen=True)
+class QuantisationRow:
+    """One weight width in :func:`quantisation_table`. SI units."""
+
+    bytes_per_param: float
+    precision: str  # the precision of that storage width
+    weight_bytes: float
+    tokens_per_s: float  # batch-1 decode ceiling
+    fits_in_memory: bool
+    math_precision: str  # precision behind tokens_per_s: the width's own, else bf16 (weight-only)
+    ridge: float | None  # FLOP/byte in ``precision``; None when the chip lacks it
+    tokens_to_reach_ridge: float | None  # ridge * bytes_per_param / 2
+    reason: str | None  # why ridge is None
+
+
+def quantisation_table(n_params, gpu, bytes_per_param=(2, 1, 0.5)) -> tuple[QuantisationRow, ...]:
+    """What narrower weights buy at decode: one row per weight width.
+
+    Halving the bytes per parameter halves the bytes per step and so doubles the batch-1 decode
+    ceiling. When the math runs at the same narrow precision, the chip's peak roughly doubles as
+    well, so the ridge doubles and the tokens needed to reach it (ridge * b / 2) barely move:
+    narrow weights make a given batch faster; they do not remove the need to batch.
+
+    A width whose precision the chip lacks (fp8 or fp4 on an A100) gets ``ridge=None`` and a
+    ``reason``; its decode ceiling is then the weight-only-quantisation one (math in bf16).
+    """
+    spec = as_gpu(gpu)
+    n = _positive(n_params, "n_params", "parameters")
+    widths = (bytes_per_param,) if not isinstance(bytes_per_param, (tuple, list)) else tuple(bytes_per_param)
+    if not widths:
+        raise ValueError("bytes_per_param must name at least one width in bytes per parameter, got ()")
+    rows = []
+    for width in widths:
+        precision = precision_for_bytes(width)
+        b = float(width)
+        if spec.has(precision):
+            math_precision = precision
+            ridge = spec.ridge_point(precision)
+            tokens = ridge * b / FLOP_PER_MAC
+            reason = None
+        else:
+            math_precision = "bf16"
+            ridge = None
+            tokens = None
+            has = ", ".join(spec.precisions)
+            reason = (
+                f"{spec.name} has no {precision} math (it has: {has}); the decode ceiling assumes "
+                f"weight-only quantisation with the math in bf16"
+            )
+        decode = decode_roofline(n, spec, bytes_per_param=b, precision=math_precision)
+        rows.append(
+            QuantisationRow(
+                bytes_per_param=b,
+                precision=precision,
+                weight_bytes=decode.weight_bytes,
+                tokens_per_s=decode.tokens_per_s,
+                fits_in_memory=decode.fits_in_memory,
+                math_precision=math_precision,
+                ridge=ridge,
+                tokens_to_reach_ridge=tokens,
+                reason=reason,
+            )
+        )
+    return tuple(rows)

@@ -1,0 +1,254 @@
+"""Training on the roofline: MFU and HFU, what a run costs, and a precision sweep of one kernel.
+
+Counting conventions (all SI: FLOP, bytes, seconds):
+
+* ``"6N"``: 6 N FLOP per trained token (forward 2N, backward 4N; 1 multiply-accumulate = 2 FLOP).
+* ``"three-term"``: 6 N + 6 L s d FLOP per token. The added term is the causal attention-score
+  work (2 s d per layer forward, each query seeing s/2 keys on average) carried through forward
+  and backward. It matters for deep, thin or long-context models, where 6N under-counts.
+
+MFU (model FLOPs utilisation) counts only the FLOPs the model defines; HFU (hardware FLOPs
+utilisation) adds the forward passes recomputed by activation checkpointing, so HFU >= MFU.
+Both divide by the *dense* peak of every card in the run. Always report which convention you used.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._checks import _fraction, _positive, _positive_int
+from .hardware import as_gpu, bytes_per_element
+from .roofline import ImplausibleMeasurement, kernel_verdict
+
+__all__ = [
+    "CONVENTIONS",
+    "mfu",
+    "hfu",
+    "expected_tokens_per_s",
+    "TrainingBill",
+    "training_bill",
+    "SweepRow",
+    "precision_sweep",
+]
+
+#: The per-token training FLOP conventions this module understands.
+CONVENTIONS = ("6N", "three-term")
+
+_FORWARD_SHARE = 1 / 3  # forward = 2N of 6N: the backward pass costs twice the forward
+
+_MFU_CAUSES = (
+    "likely causes: a sparse (2:4) peak used instead of the dense one, the wrong GPU count, "
+    "tokens/s counted per GPU but divided by every GPU (or global tokens/s divided by one), "
+    "the wrong parameter count N, or tokens counted twice (e.g. once per data-parallel rank "
+    "and again globally)"
+)
+
+
+def _convention_key(convention) -> str:
+    if isinstance(convention, str):
+        key = convention.strip()
+        for known in CONVENTIONS:
+            if key.lower() == known.lower():
+                return known
+    raise ValueError(f"convention must be one of {', '.join(map(repr, CONVENTIONS))}, got {convention!r}")
+
+
+def _training_flops_per_token(n_params, convention="6N", n_layers=None, d_model=None, seq_len=None) -> float:
+    """Training FLOP per token (forward + backward) under ``convention``.
+
+    "6N": 6 * n_params. "three-term": 6 * n_params + 6 * n_layers * seq_len * d_model, which
+    needs all three shape arguments. With "6N" the shape arguments are not used.
+    """
+    n = _positive(n_params, "n_params", "parameters")
+    key = _convention_key(convention)
+    body = 6 * n  # 2N forward + 4N backward
+    if key == "6N":
+        return body
+    missing = [name for name, value in
+               (("n_layers", n_layers), ("d_model", d_model), ("seq_len", seq_len)) if value is None]
+    if missing:
+        raise ValueError(
+            f"convention 'three-term' (6N + 6 L s d) needs n_layers, d_model and seq_len; "
+            f"missing: {', '.join(missing)}"
+        )
+    layers = _positive_int(n_layers, "n_layers", "layers")
+    width = _positive_int(d_model, "d_model", "elements")
+    tokens = _positive_int(seq_len, "seq_len", "tokens")
+    attention = 6 * layers * tokens * width  # 3 (fwd + bwd) * 2 s d per layer (causal scores)
+    return body + attention
+
+
+def _utilisation(flops_per_token, tokens_per_s, n_gpus, gpu, precision, what) -> float:
+    spec = as_gpu(gpu)
+    rate = _positive(tokens_per_s, "tokens_per_s", "tokens per second")
+    cards = _positive_int(n_gpus, "n_gpus", "GPUs")
+    achieved_flops_per_s = flops_per_token * rate
+    peak_flops_per_s = cards * spec.peak_flops_per_s(precision)  # dense peak of every card
+    util = achieved_flops_per_s / peak_flops_per_s
+    if util > 1.0:
+        raise ImplausibleMeasurement(
+            f"{what} of {util:.1%} is impossible: {achieved_flops_per_s / 1e15:.4g} PFLOP/s against "
+            f"{cards} x {spec.name} at a dense {precision} peak of "
+            f"{peak_flops_per_s / 1e15:.4g} PFLOP/s; {_MFU_CAUSES}"
+        )
+    return util
+
+
+def mfu(n_params, tokens_per_s, n_gpus, gpu, precision="bf16", convention="6N",
+        n_layers=None, d_model=None, seq_len=None) -> float:
+    """Model FLOPs utilisation: model FLOP/s over the dense peak of all ``n_gpus`` cards.
+
+    flops_per_token  = 6 N ("6N") or 6 N + 6 L s d ("three-term")
+    achieved FLOP/s  = flops_per_token * tokens_per_s   (global tokens/s, all cards together)
+    peak FLOP/s      = n_gpus * dense peak in ``precision``
+    MFU              = achieved / peak, a fraction
+
+    Raises ImplausibleMeasurement (a ValueError) when the result is above 1, naming the usual
+    mistakes behind such a number.
+    """
+    per_token = _training_flops_per_token(n_params, convention, n_layers, d_model, seq_len)
+    return _utilisation(per_token, tokens_per_s, n_gpus, gpu, precision, "MFU")
+
+
+def hfu(n_params, tokens_per_s, n_gpus, gpu, precision="bf16", convention="6N",
+        n_layers=None, d_model=None, seq_len=None, recompute_fraction=0.0) -> float:
+    """Hardware FLOPs utilisation: MFU plus the FLOPs spent recomputing activations.
+
+    ``recompute_fraction`` is the extra forward work as a fraction of one forward pass (full
+    activation checkpointing = 1.0, no recomputation = 0.0). The forward is one third of the
+    training FLOPs, so hardware FLOP per token = model FLOP per token * (1 + recompute_fraction / 3):
+    8N instead of 6N under full checkpointing. HFU >= MFU always; both are refused above 1.
+    """
+    r = _fraction(recompute_fraction, "recompute_fraction", allow_zero=True)
+    per_token = _training_flops_per_token(n_params, convention, n_layers, d_model, seq_len)
+    hardware_per_token = per_token * (1 + r * _FORWARD_SHARE)
+    return _utilisation(hardware_per_token, tokens_per_s, n_gpus, gpu, precision, "HFU")
+
+
+def expected_tokens_per_s(n_params, n_gpus, gpu, target_mfu, precision="bf16", convention="6N",
+                          n_layers=None, d_model=None, seq_len=None) -> float:
+    """Global training tokens/s that ``target_mfu`` implies: MFU * n_gpus * dense peak / FLOP per token."""
+    spec = as_gpu(gpu)
+    cards = _positive_int(n_gpus, "n_gpus", "GPUs")
+    target = _fraction(target_mfu, "target_mfu")
+    per_token = _training_flops_per_token(n_params, convention, n_layers, d_model, seq_len)
+    useful_flops_per_s = target * cards * spec.peak_flops_per_s(precision)
+    return useful_flops_per_s / per_token
+
+
+@dataclass(frozen=True)
+class TrainingBill:
+    """What a training run costs at a given MFU. SI units; ``cost`` in the price's currency."""
+
+    gpu: str
+    n_gpus: int
+    n_tokens: float
+    mfu: float
+    convention: str
+    flops_per_token: float
+    total_flops: float
+    tokens_per_s: float  # global, all cards together
+    seconds: float  # wall-clock
+    gpu_hours: float
+    cost: float | None  # gpu_hours * usd_per_gpu_hour; None when no price was given
+
+    def __str__(self) -> str:
+        price = "" if self.cost is None else f", cost {self.cost:,.0f}"
+        return (
+            f"{self.n_tokens:.3g} tokens on {self.n_gpus} x {self.gpu} at {self.mfu:.0%} MFU "
+            f"({self.convention}): {self.total_flops:.3g} FLOP, {self.tokens_per_s:.3g} tok/s, "
+            f"{self.seconds / 3600:.3g} h wall-clock, {self.gpu_hours:.3g} GPU-hours{price}"
+        )
+
+
+def training_bill(n_params, n_tokens, n_gpus, gpu, mfu, precision="bf16", convention="6N",
+                  n_layers=None, d_model=None, seq_len=None, usd_per_gpu_hour=None) -> TrainingBill:
+    """Turn a plan (model, tokens, cards, MFU) into FLOP, time, GPU-hours and, given a price, cost.
+
+    flops_per_token = per ``convention``;  total_flops = flops_per_token * n_tokens
+    tokens_per_s    = mfu * n_gpus * dense peak / flops_per_token
+    seconds         = n_tokens / tokens_per_s;  gpu_hours = seconds * n_gpus / 3600
+    """
+    spec = as_gpu(gpu)
+    tokens = _positive(n_tokens, "n_tokens", "tokens")
+    cards = _positive_int(n_gpus, "n_gpus", "GPUs")
+    target = _fraction(mfu, "mfu")
+    price = None
+    if usd_per_gpu_hour is not None:
+        price = _positive(usd_per_gpu_hour, "usd_per_gpu_hour", "US dollars per GPU-hour", allow_zero=True)
+    per_token = _training_flops_per_token(n_params, convention, n_layers, d_model, seq_len)
+    total_flops = per_token * tokens
+    tokens_per_s = target * cards * spec.peak_flops_per_s(precision) / per_token
+    seconds = tokens / tokens_per_s
+    gpu_hours = seconds * cards / 3600  # 3600 seconds per hour
+    return TrainingBill(
+        gpu=spec.name,
+        n_gpus=cards,
+        n_tokens=tokens,
+        mfu=target,
+        convention=_convention_key(convention),
+        flops_per_token=per_token,
+        total_flops=total_flops,
+        tokens_per_s=tokens_per_s,
+        seconds=seconds,
+        gpu_hours=gpu_hours,
+        cost=None if price is None else gpu_hours * price,
+    )
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One dtype of :func:`precision_sweep`: the kernel's verdict at that width. SI units."""
+
+    dtype: str
+    seconds: float
+    bytes_moved: float
+    intensity: float  # FLOP/byte
+    ridge: float  # FLOP/byte, in this dtype
+    bound: str  # "memory" or "compute"
+    achieved_flops_per_s: float
+    achieved_bytes_per_s: float
+    ceiling_flops_per_s: float
+    efficiency: float  # achieved / ceiling, a fraction
+
+
+def precision_sweep(flops, elems, seconds_by_dtype, gpu) -> dict[str, SweepRow]:
+    """The same kernel at several widths: bytes, intensity, bound and efficiency per dtype.
+
+    ``flops`` is the kernel's arithmetic (the same at every width), ``elems`` the number of values
+    it reads plus writes, and ``seconds_by_dtype`` maps a dtype name to its measured time. Each
+    dtype's bytes are ``elems * bytes_per_element(dtype)`` and its row comes from
+    :func:`roofline_lib.kernel_verdict` with ``precision=dtype``: a dtype the chip lacks (fp8 on an
+    A100) raises ValueError naming what it has, and a timing faster than the roof raises
+    ImplausibleMeasurement.
+
+    For a memory-bound kernel, halving the width halves the bytes and doubles the intensity, so
+    the ceiling doubles.
+    """
+    spec = as_gpu(gpu)
+    f = _positive(flops, "flops", "FLOP")
+    n = _positive(elems, "elems", "elements")
+    if not hasattr(seconds_by_dtype, "items") or not seconds_by_dtype:
+        raise ValueError(
+            "seconds_by_dtype must be a non-empty mapping of dtype name -> measured seconds, "
+            f"got {seconds_by_dtype!r}"
+        )
+    rows: dict[str, SweepRow] = {}
+    for dtype, seconds in seconds_by_dtype.items():
+        bytes_moved = n * bytes_per_element(dtype)
+        try:
+            verdict = kernel_verdict(f, bytes_moved, seconds, spec, precision=dtype)
+        except ImplausibleMeasurement as err:
+            raise ImplausibleMeasurement(f"{dtype} timing of {seconds!r} s: {err}") from None
+        rows[dtype] = SweepRow(
+            dtype=verdict.precision,
+            seconds=verdict.seconds,
+            bytes_moved=verdict.bytes_moved,
+            intensity=verdict.intensity,
+            ridge=verdict.ridge,
+            bound=verdict.bound,
+            achieved_flops_per_s=verdict.achieved_flops_per_s,
+            achieved_bytes_per_s=verdict.achieved_bytes_per_s,
+            ceiling_flops_per_s=verdict.ceiling_flops_per_s,
+            efficiency=verdict.efficiency,
+        )
+    return rows
