@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ._checks import _fraction, _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
 from .roofline import ImplausibleMeasurement, kernel_verdict
+from .transformer import TRAINING_CONVENTIONS, _convention_key, training_flops_per_token
 
 __all__ = [
     "CONVENTIONS",
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 #: The per-token training FLOP conventions this module understands.
-CONVENTIONS = ("6N", "three-term")
+CONVENTIONS = tuple(TRAINING_CONVENTIONS)
 
 _FORWARD_SHARE = 1 / 3  # forward = 2N of 6N: the backward pass costs twice the forward
 
@@ -43,38 +44,9 @@ _MFU_CAUSES = (
 )
 
 
-def _convention_key(convention) -> str:
-    if isinstance(convention, str):
-        key = convention.strip()
-        for known in CONVENTIONS:
-            if key.lower() == known.lower():
-                return known
-    raise ValueError(f"convention must be one of {', '.join(map(repr, CONVENTIONS))}, got {convention!r}")
-
-
 def _training_flops_per_token(n_params, convention="6N", n_layers=None, d_model=None, seq_len=None) -> float:
-    """Training FLOP per token (forward + backward) under ``convention``.
-
-    "6N": 6 * n_params. "three-term": 6 * n_params + 6 * n_layers * seq_len * d_model, which
-    needs all three shape arguments. With "6N" the shape arguments are not used.
-    """
-    n = _positive(n_params, "n_params", "parameters")
-    key = _convention_key(convention)
-    body = 6 * n  # 2N forward + 4N backward
-    if key == "6N":
-        return body
-    missing = [name for name, value in
-               (("n_layers", n_layers), ("d_model", d_model), ("seq_len", seq_len)) if value is None]
-    if missing:
-        raise ValueError(
-            f"convention 'three-term' (6N + 6 L s d) needs n_layers, d_model and seq_len; "
-            f"missing: {', '.join(missing)}"
-        )
-    layers = _positive_int(n_layers, "n_layers", "layers")
-    width = _positive_int(d_model, "d_model", "elements")
-    tokens = _positive_int(seq_len, "seq_len", "tokens")
-    attention = 6 * layers * tokens * width  # 3 (fwd + bwd) * 2 s d per layer (causal scores)
-    return body + attention
+    """Training FLOP per token under ``convention``; the formula lives in the transformer layer."""
+    return training_flops_per_token(n_params, n_layers, d_model, seq_len, convention=convention)
 
 
 def _utilisation(flops_per_token, tokens_per_s, n_gpus, gpu, precision, what) -> float:
