@@ -1,0 +1,289 @@
+"""The ``roofline`` command: the course's library from a terminal.
+
+    roofline gpus                                    the registry as a table
+    roofline verdict --flops F --bytes B --seconds S --gpu G [--precision P]
+    roofline measure [--seconds S] [--json FILE]     this machine's copy and matmul roofs
+    roofline plot [--gpu G ...] [--precision P ...] [--point LABEL:INTENSITY:TFLOPS ...] -o out.png
+    roofline grade PATH... [--json FILE]             check answers in exercises/
+
+Each subcommand imports what it needs when it runs, so ``roofline gpus`` does not pay for
+torch or matplotlib.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["main", "EXIT_OK", "EXIT_USAGE", "EXIT_IMPLAUSIBLE"]
+
+EXIT_OK = 0
+EXIT_USAGE = 2  # bad arguments or input values, unknown GPU or precision, missing module
+EXIT_IMPLAUSIBLE = 3  # a measurement faster than the hardware allows
+
+_EPILOG = """\
+exit codes:
+  0  success
+  1  grade: at least one answer is wrong (the grader's own code)
+  2  bad input: a missing or malformed argument, a value out of range (the
+     parameter is named), an unknown GPU or precision, an unsupported output
+     suffix, or the grading module is not installed
+  3  verdict: the measurement is faster than the GPU's roof allows (the reason
+     is printed on stderr)
+
+examples:
+  roofline gpus
+  roofline verdict --flops 2.7e11 --bytes 2.2e8 --seconds 1.1e-3 --gpu A100
+  roofline measure --seconds 3 --json my_machine.json
+  roofline plot --gpu A100 --gpu H100 --precision bf16 --point "LayerNorm:0.6:1.2" -o roofline.svg
+"""
+
+
+class _UsageError(Exception):
+    """Bad input found after parsing; reported on stderr with exit code 2."""
+
+
+def _print_err(message: str) -> None:
+    print(f"roofline: error: {message}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- gpus
+
+
+def _cmd_gpus(args) -> int:
+    from .hardware import registry
+
+    header = ("key", "name", "memory", "HBM TB/s", "capacity GB", "bf16 TFLOP/s", "fp8 TFLOP/s",
+              "bf16 ridge FLOP/B")
+    rows = []
+    for key, spec in registry().items():
+        rows.append((
+            key,
+            spec.name,
+            spec.memory_kind,
+            f"{spec.hbm_bytes_per_s / 1e12:.3g}",  # bytes/s -> TB/s
+            f"{spec.hbm_capacity_bytes / 1e9:.0f}",  # bytes -> GB (decimal, as datasheets print)
+            f"{spec.peak_flops_per_s('bf16') / 1e12:.1f}" if spec.has("bf16") else "-",
+            f"{spec.peak_flops_per_s('fp8') / 1e12:.1f}" if spec.has("fp8") else "-",
+            f"{spec.ridge_point('bf16'):.0f}" if spec.has("bf16") else "-",
+        ))
+    widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
+    numeric = {3, 4, 5, 6, 7}
+
+    def line(row):
+        cells = [str(c).rjust(w) if i in numeric else str(c).ljust(w)
+                 for i, (c, w) in enumerate(zip(row, widths))]
+        return "  ".join(cells).rstrip()
+
+    print(line(header))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print(line(row))
+    print("Dense (non-sparse) datasheet peaks. Ridge = bf16 peak / HBM bandwidth.")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- verdict
+
+
+def _cmd_verdict(args) -> int:
+    from .hardware import as_gpu
+    from .roofline import ImplausibleMeasurement, kernel_verdict
+
+    try:
+        spec = as_gpu(args.gpu)
+    except (TypeError, ValueError) as exc:
+        raise _UsageError(f"--gpu: {exc}") from exc
+    try:
+        spec.peak_flops_per_s(args.precision)
+    except (TypeError, ValueError) as exc:
+        raise _UsageError(f"--precision: {exc}") from exc
+    try:
+        verdict = kernel_verdict(args.flops, args.bytes, args.seconds, spec, args.precision)
+    except ImplausibleMeasurement as exc:
+        print(f"roofline: implausible measurement: {exc}", file=sys.stderr)
+        return EXIT_IMPLAUSIBLE
+    except (TypeError, ValueError) as exc:
+        raise _UsageError(_flag_names(str(exc))) from exc
+    print(verdict)
+    time_at_roof = verdict.flops / verdict.ceiling_flops_per_s
+    print(f"  time at the roof: {time_at_roof:.3g} s; measured: {verdict.seconds:.3g} s")
+    return EXIT_OK
+
+
+def _flag_names(message: str) -> str:
+    """Say the command-line flag beside the library's parameter name."""
+    for param, flag in (("bytes_moved", "--bytes"), ("flops", "--flops"), ("seconds", "--seconds")):
+        if message.startswith(param + " "):
+            return f"{flag}: {message}"
+    return message
+
+
+# --------------------------------------------------------------------------- measure
+
+
+def _cmd_measure(args) -> int:
+    from .measure import measure_ceilings
+
+    def progress(message: str) -> None:
+        print(f"  {message}", file=sys.stderr, flush=True)
+
+    try:
+        ceilings = measure_ceilings(seconds=args.seconds, progress=progress)
+    except (TypeError, ValueError) as exc:
+        raise _UsageError(f"--seconds: {exc}" if str(exc).startswith("seconds") else str(exc)) from exc
+    print(ceilings)
+    if args.json:
+        Path(args.json).write_text(json.dumps(ceilings.to_dict(), indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- plot
+
+
+def _parse_point(text: str, kind: str, flag: str):
+    from .plots import Point
+
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        raise _UsageError(f"{flag} must look like LABEL:INTENSITY:TFLOPS, got {text!r}")
+    label, intensity, tflops = parts
+    try:
+        intensity_f = float(intensity)
+        tflops_f = float(tflops)
+    except ValueError:
+        raise _UsageError(
+            f"{flag} {text!r}: INTENSITY (FLOP/byte) and TFLOPS must be numbers"
+        ) from None
+    try:
+        return Point(label, intensity_f, tflops_f * 1e12, kind)  # TFLOP/s -> FLOP/s
+    except (TypeError, ValueError) as exc:
+        raise _UsageError(f"{flag} {text!r}: {exc}") from exc
+
+
+def _cmd_plot(args) -> int:
+    from .plots import save_roofline
+
+    points = [_parse_point(p, "predicted", "--point") for p in args.point or ()]
+    points += [_parse_point(p, "measured", "--measured-point") for p in args.measured_point or ()]
+    measured = None
+    if args.measured:
+        from .measure import MeasuredCeilings
+
+        try:
+            record = json.loads(Path(args.measured).read_text(encoding="utf-8"))
+            measured = MeasuredCeilings.from_dict(record)
+        except (OSError, ValueError, TypeError) as exc:
+            raise _UsageError(f"--measured {args.measured}: {exc}") from exc
+    try:
+        fig = save_roofline(
+            args.output,
+            gpus=tuple(args.gpu or ("A100",)),
+            precisions=tuple(args.precision or ("bf16",)),
+            points=points,
+            memory_roofs=("hbm", "l2") if args.l2 else ("hbm",),
+            measured=measured,
+            title=args.title,
+        )
+    except (TypeError, ValueError) as exc:
+        raise _UsageError(str(exc)) from exc
+    except OSError as exc:
+        raise _UsageError(f"-o {args.output}: {exc}") from exc
+    print(f"wrote {args.output}")
+    print(f"alt text: {fig.roofline_alt}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- grade
+
+
+def _cmd_grade(args) -> int:
+    try:
+        grading = importlib.import_module("roofline_lib.grading")
+    except ModuleNotFoundError as exc:
+        if exc.name != "roofline_lib.grading":
+            raise
+        raise _UsageError(
+            "the grading module (roofline_lib.grading) is not installed in this copy of the course; "
+            "update the course repository and reinstall"
+        ) from exc
+    run_grade = getattr(grading, "run_grade", None)
+    if not callable(run_grade):
+        raise _UsageError("roofline_lib.grading has no run_grade(paths, json_path=...) function")
+    return int(run_grade(list(args.paths), json_path=args.json))
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="roofline",
+        description="The Roofline Course from the command line: the GPU registry, kernel "
+        "verdicts, this machine's measured roofs, roofline plots and exercise grading.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("gpus", help="list the GPU registry (dense datasheet peaks)",
+                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(run=_cmd_gpus)
+
+    p = sub.add_parser("verdict", help="place a measured kernel on a GPU's roofline",
+                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--flops", type=float, required=True, help="the kernel's FLOP (1 multiply-add = 2 FLOP)")
+    p.add_argument("--bytes", type=float, required=True, help="bytes the kernel moves to and from HBM")
+    p.add_argument("--seconds", type=float, required=True, help="the measured time in seconds")
+    p.add_argument("--gpu", required=True, help="a registry name such as A100 or H100 (see 'roofline gpus')")
+    p.add_argument("--precision", default="bf16", help="the compute precision (default bf16)")
+    p.set_defaults(run=_cmd_verdict)
+
+    p = sub.add_parser("measure", help="measure this machine's copy bandwidth and matmul throughput",
+                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seconds", type=float, default=5.0, help="time budget in seconds (default 5)")
+    p.add_argument("--json", metavar="FILE", help="also write the result as JSON (for 'plot --measured')")
+    p.set_defaults(run=_cmd_measure)
+
+    p = sub.add_parser("plot", help="draw a roofline to a PNG or SVG file",
+                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--gpu", action="append", help="a GPU to draw; repeat for several (default A100)")
+    p.add_argument("--precision", action="append", help="a precision to draw; repeat for several (default bf16)")
+    p.add_argument("--point", action="append", metavar="LABEL:INTENSITY:TFLOPS",
+                   help="a predicted kernel point; intensity in FLOP/byte, rate in TFLOP/s")
+    p.add_argument("--measured-point", action="append", metavar="LABEL:INTENSITY:TFLOPS",
+                   help="a measured kernel point, drawn filled")
+    p.add_argument("--measured", metavar="FILE", help="a JSON file written by 'roofline measure --json'")
+    p.add_argument("--l2", action="store_true", help="also draw the L2 roof where the registry has one")
+    p.add_argument("--title", help="the figure title")
+    p.add_argument("-o", "--output", required=True, help="output file ending in .png or .svg")
+    p.set_defaults(run=_cmd_plot)
+
+    p = sub.add_parser("grade", help="grade exercise answers",
+                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="PATH", help="exercise files to grade")
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    p.set_defaults(run=_cmd_grade)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (see the epilog of ``roofline --help``)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help (0) and on usage errors (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return args.run(args)
+    except _UsageError as exc:
+        _print_err(str(exc))
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,417 @@
+"""Roofline pictures with matplotlib: datasheet roofs, measured roofs and kernel points.
+
+Everything inside is SI (FLOP/s, bytes/s); the axes convert at the edge: attainable TFLOP/s
+on the y axis, arithmetic intensity in FLOP/byte on the x axis, both logarithmic.
+
+The figures are built with :class:`matplotlib.figure.Figure` directly, not through pyplot, so
+they work under any backend (Agg included), never pile up in pyplot's figure list, and show
+once when a notebook cell returns them. Each figure carries a plain-text description for
+readers who cannot see it in ``fig.roofline_alt`` (also returned by :func:`alt_text`).
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from ._checks import _positive
+from .hardware import GPUSpec, as_gpu
+
+__all__ = ["Point", "RooflineFigure", "plot_roofline", "plot_ridge_by_precision", "alt_text", "save_roofline"]
+
+_TERA = 1e12  # FLOP/s -> TFLOP/s, and bytes/s -> TB/s, at the edge only
+_MEMORY_ROOFS = ("hbm", "l2")
+_POINT_KINDS = ("predicted", "measured")
+_SUFFIXES = (".png", ".svg")
+# One line style per precision, the same on every chip. bf16 is solid like the HBM roof, so the
+# classic two-segment roofline reads as one line; dotted is kept for L2 (thick) and ridges (thin).
+_COMPUTE_STYLES = {
+    "fp32": "-.",
+    "tf32": (0, (8, 2)),
+    "bf16": "-",
+    "fp16": (0, (4, 2)),
+    "fp8": "--",
+    "int8": (0, (3, 1, 1, 1, 1, 1)),
+    "fp4": (0, (2, 2)),
+}
+_MEASURED_COLOR = "0.15"  # near-black: measured roofs stand apart from the coloured datasheet ones
+
+
+class RooflineFigure(Figure):
+    """A Figure that shows itself as a PNG when a notebook cell returns it.
+
+    Without pyplot nobody registers matplotlib's notebook display hook, so the figure carries
+    its own. ``roofline_alt`` holds the figure's plain-text description.
+    """
+
+    roofline_alt: str = ""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", dpi=100)
+        return buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class Point:
+    """A kernel on the roofline: ``intensity`` in FLOP/byte, ``flops_per_s`` in FLOP/s.
+
+    ``kind`` is "predicted" (drawn hollow) or "measured" (drawn filled).
+    """
+
+    label: str
+    intensity: float
+    flops_per_s: float
+    kind: str = "predicted"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.label, str):
+            raise TypeError(f"label must be a string, got {type(self.label).__name__} {self.label!r}")
+        _positive(self.intensity, "intensity", "FLOP/byte")
+        _positive(self.flops_per_s, "flops_per_s", "FLOP per second")
+        if self.kind not in _POINT_KINDS:
+            raise ValueError(f"kind must be 'predicted' or 'measured', got {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class _Roof:
+    """One line to draw. ``slope`` (bytes/s) for a memory roof, ``peak`` (FLOP/s) for compute."""
+
+    owner: str  # the GPU's name, or "measured: <device>"
+    label: str
+    color: str
+    style: str
+    slope: float | None = None
+    peak: float | None = None
+    top: float | None = None  # where a memory roof stops: the highest compute roof beside it
+    ridge: float | None = None
+
+
+@dataclass
+class _Plan:
+    lo: float
+    hi: float
+    title: str
+    roofs: list[_Roof] = field(default_factory=list)
+    points: list[Point] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # roofs asked for but absent
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _as_tuple(value, name: str) -> tuple:
+    if isinstance(value, (str, GPUSpec)) or not isinstance(value, Iterable):
+        return (value,)
+    out = tuple(value)
+    if not out and name != "points":
+        raise ValueError(f"{name} must name at least one entry, got an empty sequence")
+    return out
+
+
+def _as_points(points) -> list[Point]:
+    out: list[Point] = []
+    for p in _as_tuple(points, "points") if points is not None else ():
+        if isinstance(p, Point):
+            out.append(p)
+        elif hasattr(p, "achieved_flops_per_s") and hasattr(p, "ceiling_flops_per_s"):
+            # a measure.MeasuredKernel: the measured dot and, above it, its prediction
+            out.append(Point(p.name, p.intensity, p.achieved_flops_per_s, "measured"))
+            out.append(Point(f"{p.name} (predicted)", p.intensity, p.ceiling_flops_per_s, "predicted"))
+        else:
+            raise TypeError(
+                f"points must hold Point or MeasuredKernel objects, got {type(p).__name__} {p!r}"
+            )
+    return out
+
+
+def _range(intensity_range) -> tuple[float, float]:
+    try:
+        lo, hi = intensity_range
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"intensity_range must be a pair (low, high) in FLOP/byte, got {intensity_range!r}"
+        ) from None
+    lo = _positive(lo, "intensity_range low end", "FLOP/byte")
+    hi = _positive(hi, "intensity_range high end", "FLOP/byte")
+    if not lo < hi:
+        raise ValueError(f"intensity_range must rise from low to high, got {intensity_range!r}")
+    return lo, hi
+
+
+def _plan(gpus, precisions, points, memory_roofs, measured, title, intensity_range) -> _Plan:
+    lo, hi = _range(intensity_range)
+    specs = [as_gpu(g) for g in _as_tuple(gpus, "gpus")] if gpus is not None else []
+    precs = [str(p).strip().lower() for p in _as_tuple(precisions, "precisions")]
+    mems = [str(m).strip().lower() for m in _as_tuple(memory_roofs, "memory_roofs")]
+    for m in mems:
+        if m not in _MEMORY_ROOFS:
+            raise ValueError(f"memory_roofs may hold 'hbm' and 'l2', got {m!r}")
+    meas = [] if measured is None else list(_as_tuple(measured, "measured"))
+    for m in meas:
+        if not (hasattr(m, "bytes_per_s") and hasattr(m, "flops_per_s") and hasattr(m, "ridge")):
+            raise TypeError(
+                f"measured must be a MeasuredCeilings from measure.measure_ceilings(), got {type(m).__name__}"
+            )
+    if not specs and not meas:
+        raise ValueError("nothing to draw: give at least one GPU in gpus or a measured machine")
+
+    names = [s.name for s in specs] + [f"{m.device_name} (measured)" for m in meas]
+    plan = _Plan(lo=lo, hi=hi, title=title if title is not None else "Roofline: " + ", ".join(names))
+    colors = [f"C{i % 10}" for i in range(len(specs))]
+
+    for spec, color in zip(specs, colors):
+        present = [p for p in precs if spec.has(p)]
+        missing = [p for p in precs if not spec.has(p)]
+        if not present:
+            raise ValueError(
+                f"{spec.name} has none of the precisions {', '.join(precs)}; it has: {', '.join(spec.precisions)}"
+            )
+        if missing:
+            plan.notes.append(f"{spec.name} has no {', '.join(missing)} roof, so none is drawn.")
+        top = max(spec.peak_flops_per_s(p) for p in present)
+        for mem in mems:
+            if mem == "hbm":
+                plan.roofs.append(_Roof(
+                    spec.name, f"{spec.name} {spec.memory_kind} {_num(spec.hbm_bytes_per_s / _TERA)} TB/s",
+                    color, "-", slope=spec.hbm_bytes_per_s, top=top))
+            elif spec.l2_bytes_per_s:
+                plan.roofs.append(_Roof(
+                    spec.name, f"{spec.name} L2 {_num(spec.l2_bytes_per_s / _TERA)} TB/s",
+                    color, (0, (1, 1)), slope=spec.l2_bytes_per_s, top=top))
+            else:
+                plan.notes.append(f"{spec.name} has no L2 bandwidth in the registry, so no L2 roof is drawn.")
+        for p in present:
+            peak = spec.peak_flops_per_s(p)
+            unit = "CUDA cores" if p == "fp32" else "tensor cores"
+            plan.roofs.append(_Roof(
+                spec.name, f"{spec.name} {p} ({unit}) {_num(peak / _TERA)} TFLOP/s",
+                color, _COMPUTE_STYLES[p], peak=peak,
+                ridge=peak / spec.hbm_bytes_per_s))
+
+    for m in meas:
+        owner = f"measured: {m.device_name}"
+        plan.roofs.append(_Roof(
+            owner, f"{owner} copy {_num(m.bytes_per_s / 1e9)} GB/s", _MEASURED_COLOR, (0, (6, 2, 1, 2)),
+            slope=m.bytes_per_s, top=m.flops_per_s))
+        plan.roofs.append(_Roof(
+            owner, f"{owner} {m.precision} matmul {_num(m.flops_per_s / 1e9)} GFLOP/s",
+            _MEASURED_COLOR, (0, (6, 2, 1, 2)), peak=m.flops_per_s, ridge=m.ridge))
+    plan.points = _as_points(points)
+    return plan
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _num(x: float) -> str:
+    """Three significant figures without exponents: 0.3, 19.5, 312, 1979."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
+
+
+def _fmt_rate(flops_per_s: float) -> str:
+    if flops_per_s >= 0.1 * _TERA:
+        return f"{_num(flops_per_s / _TERA)} TFLOP/s"
+    return f"{_num(flops_per_s / 1e9)} GFLOP/s"
+
+
+def _describe(plan: _Plan) -> str:
+    sentences = [
+        "Log-log roofline chart: attainable performance in TFLOP/s against arithmetic "
+        f"intensity in FLOP/byte, from {_num(plan.lo)} to {_num(plan.hi)} FLOP/byte."
+    ]
+    owners = list(dict.fromkeys(r.owner for r in plan.roofs))
+    for owner in owners:
+        roofs = [r for r in plan.roofs if r.owner == owner]
+        memory = [r.label.removeprefix(owner).strip() for r in roofs if r.slope is not None]
+        compute = [
+            f"{r.label.removeprefix(owner).strip()} with its ridge at {_num(r.ridge)} FLOP/byte"
+            for r in roofs if r.peak is not None
+        ]
+        parts = []
+        if memory:
+            parts.append(("memory roofs " if len(memory) > 1 else "memory roof ") + " and ".join(memory))
+        if compute:
+            parts.append(("compute roofs " if len(compute) > 1 else "compute roof ") + "; ".join(compute))
+        sentences.append(f"{owner}: " + "; ".join(parts) + ".")
+    sentences.extend(plan.notes)
+    for p in plan.points:
+        sentences.append(
+            f"{p.kind.capitalize()} point '{p.label}' at {_num(p.intensity)} FLOP/byte and {_fmt_rate(p.flops_per_s)}."
+        )
+    return " ".join(sentences)
+
+
+def alt_text(fig: Figure | None = None, **kwargs) -> str:
+    """Plain-text description of a roofline figure, for the book's alt text.
+
+    Pass the Figure that :func:`plot_roofline` returned, or the same keyword arguments you
+    would pass to it (nothing is drawn then).
+    """
+    if fig is not None:
+        if kwargs:
+            raise TypeError("alt_text takes either a figure or plot_roofline's keyword arguments, not both")
+        text = getattr(fig, "roofline_alt", None)
+        if text is None:
+            raise ValueError("this figure was not drawn by plot_roofline, so it carries no roofline_alt text")
+        return text
+    args = dict(_DEFAULTS, **kwargs)
+    unknown = sorted(set(args) - set(_DEFAULTS))
+    if unknown:
+        raise TypeError(f"alt_text got unexpected keyword argument(s): {', '.join(unknown)}")
+    args.pop("ax")
+    return _describe(_plan(**args))
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def plot_roofline(
+    gpus=("A100",),
+    precisions=("bf16",),
+    points=(),
+    ax=None,
+    memory_roofs=("hbm",),
+    measured=None,
+    title: str | None = None,
+    intensity_range=(1 / 16, 4096),
+) -> Figure:
+    """Draw a log-log roofline and return its Figure (alt text in ``fig.roofline_alt``).
+
+    One compute roof per (GPU, precision) the chip has (fp32 is the CUDA-core roof, narrower
+    precisions the tensor-core roofs; a precision a chip lacks is left out and said so in the
+    alt text), its HBM roof, an L2 roof with ``memory_roofs=("hbm", "l2")`` where the registry
+    has the L2 bandwidth, and each ridge as a dotted vertical with its value. ``measured`` takes
+    one or more :class:`~roofline_lib.measure.MeasuredCeilings`, drawn in dark dash-dots beside
+    the datasheet roofs. ``points`` takes :class:`Point` objects, or MeasuredKernel results,
+    drawn as a filled measured dot under a hollow predicted one.
+    """
+    plan = _plan(gpus, precisions, points, memory_roofs, measured, title, intensity_range)
+    own_figure = ax is None
+    if own_figure:
+        fig = RooflineFigure(figsize=(9.0, 5.2), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    _draw(plan, ax, legend_outside=True)
+    fig.roofline_alt = _describe(plan)
+    return fig
+
+
+def _draw(plan: _Plan, ax, *, legend_outside: bool) -> None:
+    lo, hi = plan.lo, plan.hi
+    xs = np.geomspace(lo, hi, 256)
+    y_values = []
+    for roof in plan.roofs:
+        if roof.slope is not None:
+            x_stop = min(hi, roof.top / roof.slope)
+            x = xs[xs <= x_stop]
+            x = np.append(x, x_stop) if x.size == 0 or x[-1] < x_stop else x
+            ax.plot(x, roof.slope * x / _TERA, color=roof.color, ls=roof.style, lw=2, label=roof.label)
+            y_values.append(roof.slope * lo)
+        else:
+            x_start = min(max(lo, roof.ridge), hi)
+            ax.plot([x_start, hi], [roof.peak / _TERA] * 2, color=roof.color, ls=roof.style, lw=2,
+                    label=roof.label)
+            y_values.append(roof.peak)
+            if lo < roof.ridge < hi:
+                ax.axvline(roof.ridge, color=roof.color, ls=":", lw=1, alpha=0.7)
+                ax.annotate(f"ridge {_num(roof.ridge)}", (roof.ridge, roof.peak / _TERA),
+                            xytext=(4, -12), textcoords="offset points", fontsize=8, color=roof.color)
+    for p in plan.points:
+        filled = p.kind == "measured"
+        ax.plot([p.intensity], [p.flops_per_s / _TERA], ls="none",
+                marker="o" if filled else "s", ms=7, color="black",
+                markerfacecolor="black" if filled else "white", zorder=5)
+        ax.annotate(p.label, (p.intensity, p.flops_per_s / _TERA), xytext=(6, -11 if filled else 4),
+                    textcoords="offset points", fontsize=8)
+        y_values.append(p.flops_per_s)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda value, _pos: f"{value:g}")  # 0.1, 1, 10 rather than 10^-1
+    ax.xaxis.set_major_formatter(plain)
+    ax.yaxis.set_major_formatter(plain)
+    ax.set_xlim(lo, hi)
+    y_lo = min(y_values) / _TERA / 2
+    y_hi = max(y_values) / _TERA * 2.5
+    ax.set_ylim(y_lo, y_hi)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("attainable TFLOP/s")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_title(plan.title)
+    kinds = {p.kind for p in plan.points}
+    if "predicted" in kinds:
+        ax.plot([], [], ls="none", marker="s", color="black", markerfacecolor="white", label="predicted point")
+    if "measured" in kinds:
+        ax.plot([], [], ls="none", marker="o", color="black", label="measured point")
+    if legend_outside:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    else:
+        ax.legend(fontsize=8)
+
+
+_DEFAULTS = dict(
+    gpus=("A100",),
+    precisions=("bf16",),
+    points=(),
+    ax=None,
+    memory_roofs=("hbm",),
+    measured=None,
+    title=None,
+    intensity_range=(1 / 16, 4096),
+)
+
+
+def save_roofline(path, **kwargs) -> Figure:
+    """Draw :func:`plot_roofline` with ``kwargs`` and write it as PNG or SVG, chosen by suffix.
+
+    Returns the Figure (its alt text is ``fig.roofline_alt``). Any other suffix is a ValueError,
+    raised before anything is drawn.
+    """
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix not in _SUFFIXES:
+        raise ValueError(f"path must end in .png or .svg, got {str(path)!r} (suffix {suffix or 'none'!r})")
+    if "ax" in kwargs:
+        raise TypeError("save_roofline draws its own figure; do not pass ax")
+    fig = plot_roofline(**kwargs)
+    # No timestamp and fixed element ids in SVG: the same figure writes the same bytes (clean diffs).
+    metadata = {"Date": None} if suffix == ".svg" else None
+    with rc_context({"svg.hashsalt": "roofline"}):
+        fig.savefig(target, format=suffix[1:], dpi=150, metadata=metadata)
+    return fig
+
+
+def plot_ridge_by_precision(gpus=("A100", "H100", "H200", "B200")) -> RooflineFigure:
+    """Ridge point (FLOP/byte, log scale) against precision, one line per GPU.
+
+    A precision a chip lacks leaves a gap in its line rather than an invented value. The
+    description for readers who cannot see the figure is in ``fig.roofline_alt``.
+    """
+    from .hardware import PRECISIONS  # the registry's order, widest first
+
+    specs = [as_gpu(g) for g in _as_tuple(gpus, "gpus")]  # refuses an empty sequence
+    fig = RooflineFigure(figsize=(8.0, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    xs = np.arange(len(PRECISIONS))
+    sentences = ["Ridge point in FLOP per byte against precision, log scale."]
+    for spec in specs:
+        ridges = [spec.ridge_point(p) if spec.has(p) else np.nan for p in PRECISIONS]
+        ax.plot(xs, ridges, marker="o", label=spec.name)
+        have = [f"{p} {_num(r)}" for p, r in zip(PRECISIONS, ridges) if not np.isnan(r)]
+        sentences.append(f"{spec.name}: " + ", ".join(have) + ".")
+    ax.set_xticks(xs, PRECISIONS)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.set_xlabel("precision (narrower to the right)")
+    ax.set_ylabel("ridge point (FLOP/byte)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper left", fontsize="small")
+    fig.roofline_alt = " ".join(sentences)
+    return fig

@@ -1,0 +1,442 @@
+"""ipywidgets explorers: move a slider, watch the roofline answer.
+
+Each function returns an :class:`Explorer`, which *is* an ipywidgets container (a VBox: the
+controls, a one-line readout, and an Output widget holding the figure), so a notebook cell that
+ends with ``roofline_explorer()`` shows it. For tests and for the curious it also exposes:
+
+* ``.update()`` - recompute and redraw from the controls' current values; returns the seconds
+  the redraw took (each is meant to stay under 0.1 s);
+* ``.controls`` - the control widgets by name, e.g. ``ex.controls["intensity"].value = 50``;
+* ``.readout`` - an HTML widget whose ``.value`` is the sentence the numbers make;
+* ``.figure`` - the persistent matplotlib Figure (updated in place, never re-created);
+* ``.result`` - the numbers behind the readout: a dict (roofline), the library's record
+  (decode, FLOP shares) or the MFU fraction; ``None`` while the readout shows an error.
+
+Every number comes from the library (``roofline``, ``inference``, ``training``,
+``transformer``); the explorers only arrange it. Without an IPython kernel the figure is still
+rendered (so redraw time is honest) but not displayed.
+"""
+from __future__ import annotations
+
+import functools
+import html
+import io
+import time
+from typing import Callable
+
+import ipywidgets as w
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, PercentFormatter
+
+from ._checks import _positive, _positive_int
+from .hardware import as_gpu, registry
+from .roofline import ImplausibleMeasurement, attainable_flops_per_s
+
+__all__ = ["Explorer", "roofline_explorer", "decode_explorer", "flop_share_explorer", "mfu_explorer"]
+
+_TERA = 1e12  # FLOP/s -> TFLOP/s at the edge
+_FIGSIZE = (6.4, 3.6)  # inches
+_DPI = 80  # small enough to redraw and encode in well under 0.1 s
+_INTENSITY_LOG10 = (-2.0, 4.0)  # slider span: 0.01 to 10,000 FLOP/byte
+_POWERS_OF_TWO = tuple(2**k for k in range(0, 13))  # 1 .. 4096
+
+
+class Explorer(w.VBox):
+    """A VBox of controls, readout and figure, with the hooks tests and readers use."""
+
+    def __init__(self, controls: dict[str, w.Widget], figure: Figure, recompute: Callable[[], None],
+                 *, title: str, hooks: dict[str, Callable[[object], None]] | None = None):
+        self.controls = controls
+        self.figure = figure
+        self.readout = w.HTML(layout=w.Layout(min_height="2.6em"))
+        self.output = w.Output()
+        self.result = None
+        self.last_png: bytes = b""
+        self._recompute = recompute
+        self._hooks = dict(hooks or {})  # name -> run before the redraw when that control changes
+        self._quiet = False  # set while a hook rewrites another control, so the redraw happens once
+        super().__init__([
+            w.HTML(f"<b>{html.escape(title)}</b>"),
+            w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap")),
+            self.readout,
+            self.output,
+        ])
+        for name, control in controls.items():
+            control.observe(functools.partial(self._on_change, name), names="value")
+
+    @property
+    def widget(self) -> "Explorer":
+        """The container itself (kept so ``ex.widget`` reads naturally in a notebook)."""
+        return self
+
+    def _on_change(self, name: str, change) -> None:
+        if self._quiet:
+            return
+        hook = self._hooks.get(name)
+        if hook is not None:
+            self._quiet = True
+            try:
+                hook(change["new"])
+            finally:
+                self._quiet = False
+        self.update()
+
+    def update(self) -> float:
+        """Recompute from the controls, redraw the figure; return the seconds it took."""
+        start = time.perf_counter()
+        self._recompute()
+        self._show()
+        return time.perf_counter() - start
+
+    def _show(self) -> None:
+        buffer = io.BytesIO()
+        self.figure.canvas.print_png(buffer)
+        self.last_png = buffer.getvalue()
+        try:
+            from IPython import get_ipython
+            from IPython.display import Image, clear_output, display
+        except ImportError:  # pragma: no cover - IPython comes with ipywidgets
+            return
+        if get_ipython() is None:
+            return  # no kernel: rendered for timing, nothing to show it in
+        with self.output:
+            clear_output(wait=True)
+            display(Image(data=self.last_png, format="png"))
+
+
+def _figure() -> tuple[Figure, object]:
+    fig = Figure(figsize=_FIGSIZE, dpi=_DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.13, right=0.97, bottom=0.15, top=0.9)  # fixed: no layout pass per redraw
+    return fig, ax
+
+
+def _gpu_dropdown(spec) -> w.Dropdown:
+    return w.Dropdown(
+        options=[(s.name, key) for key, s in registry().items()],
+        value=spec.key,
+        description="GPU",
+        layout=w.Layout(width="16em"),
+    )
+
+
+def _choices(initial: int, options=_POWERS_OF_TWO) -> tuple[int, ...]:
+    return tuple(sorted(set(options) | {initial}))
+
+
+def _plain(value, _pos=None) -> str:
+    return f"{value:g}"
+
+
+def _fmt(x: float) -> str:
+    """Three significant figures, with thousands separators instead of exponents."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+def _error(message: str) -> str:
+    return f"<span style='color:#b00020'>{html.escape(message)}</span>"
+
+
+# --------------------------------------------------------------------------- roofline
+
+
+def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10.0) -> Explorer:
+    """A GPU, a precision and an arithmetic intensity -> the attainable TFLOP/s and the bound.
+
+    The precision list follows the chosen GPU (an A100 offers no fp8). The figure shows the
+    roof, the dotted ridge, and the kernel's point on the roof.
+    """
+    spec = as_gpu(gpu)
+    spec.peak_flops_per_s(precision)  # refuses a precision the chip lacks, naming what it has
+    x0 = _positive(intensity, "intensity", "FLOP/byte")
+    lo, hi = 10 ** _INTENSITY_LOG10[0], 10 ** _INTENSITY_LOG10[1]
+    if not lo <= x0 <= hi:
+        raise ValueError(f"intensity must be between {lo:g} and {hi:g} FLOP/byte, got {intensity!r}")
+
+    controls = {
+        "gpu": _gpu_dropdown(spec),
+        "precision": w.Dropdown(options=list(spec.precisions), value=precision.strip().lower(),
+                                description="precision", layout=w.Layout(width="12em")),
+        "intensity": w.FloatLogSlider(value=x0, base=10, min=_INTENSITY_LOG10[0], max=_INTENSITY_LOG10[1],
+                                      step=0.01, description="FLOP/byte", readout_format=".3g",
+                                      continuous_update=False),
+    }
+    fig, ax = _figure()
+    xs = np.geomspace(lo, hi, 200)
+    (roof_line,) = ax.plot(xs, xs, lw=2, color="C0", label="roof")
+    ridge_line = ax.axvline(1.0, ls=":", color="C0", lw=1)
+    ridge_label = ax.text(1.0, 1.0, "", fontsize=8, color="C0")
+    (kernel_dot,) = ax.plot([x0], [1.0], "o", color="C3", ms=8, label="your kernel")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.xaxis.set_major_formatter(FuncFormatter(_plain))
+    ax.yaxis.set_major_formatter(FuncFormatter(_plain))
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("attainable TFLOP/s")
+    ax.grid(True, alpha=0.3)
+
+    def recompute() -> None:
+        chip = as_gpu(controls["gpu"].value)
+        prec = controls["precision"].value
+        x = controls["intensity"].value
+        peak = chip.peak_flops_per_s(prec)
+        ridge = chip.ridge_point(prec)
+        attainable = attainable_flops_per_s(x, chip, prec)
+        bound = "memory" if x < ridge else "compute"
+        roof_line.set_ydata(attainable_flops_per_s(xs, chip, prec) / _TERA)
+        ridge_line.set_xdata([ridge, ridge])
+        ridge_label.set_position((ridge * 1.1, peak / _TERA * 0.35))
+        ridge_label.set_text(f"ridge {_fmt(ridge)}")
+        kernel_dot.set_data([x], [attainable / _TERA])
+        ax.set_ylim(chip.hbm_bytes_per_s * lo / _TERA / 2, peak / _TERA * 3)
+        ax.set_title(f"{chip.name}, {prec}: {_fmt(peak / _TERA)} TFLOP/s, "
+                     f"{_fmt(chip.hbm_bytes_per_s / _TERA)} TB/s", fontsize=10)
+        explorer.result = {"attainable_flops_per_s": attainable, "ridge": ridge, "bound": bound,
+                           "peak_flops_per_s": peak}
+        explorer.readout.value = (
+            f"At {_fmt(x)} FLOP/byte the {html.escape(chip.name)} ({prec}) attains at most "
+            f"<b>{_fmt(attainable / _TERA)} TFLOP/s</b> ({attainable / peak:.0%} of its peak): "
+            f"<b>{bound}-bound</b>, the ridge is at {_fmt(ridge)} FLOP/byte."
+        )
+
+    def on_gpu(key) -> None:
+        """Offer only the new chip's precisions; keep the current one when it has it."""
+        chip = as_gpu(key)
+        current = controls["precision"].value
+        controls["precision"].options = list(chip.precisions)
+        controls["precision"].value = current if chip.has(current) else (
+            "bf16" if chip.has("bf16") else chip.precisions[0])
+
+    explorer = Explorer(controls, fig, recompute, title="Roofline explorer", hooks={"gpu": on_gpu})
+    explorer.update()
+    return explorer
+
+
+# --------------------------------------------------------------------------- decode
+
+
+def decode_explorer(n_params: float = 7e9, gpu="A100", bytes_per_param: float = 2,
+                    batch: int = 1, tokens: int = 256) -> Explorer:
+    """Decode on one card: batch size and tokens to generate -> the tokens/s ceiling and its bound.
+
+    Every step streams all the weights once (``inference.decode_roofline``); a bigger batch
+    shares that stream, until the compute roof takes over. The figure plots the ceiling against
+    the batch size and marks the chosen one.
+    """
+    from . import inference
+
+    n = _positive(n_params, "n_params", "parameters")
+    spec = as_gpu(gpu)
+    b0 = _positive_int(batch, "batch", "sequences")
+    t0 = _positive_int(tokens, "tokens", "tokens")
+    inference.decode_roofline(n, spec, bytes_per_param=bytes_per_param, batch=b0)  # checks the inputs
+
+    widths = sorted({2, 1, 0.5, float(bytes_per_param)}, reverse=True)
+    controls = {
+        "gpu": _gpu_dropdown(spec),
+        "bytes_per_param": w.Dropdown(options=[(f"{b:g} B/param", b) for b in widths],
+                                      value=float(bytes_per_param), description="weights",
+                                      layout=w.Layout(width="13em")),
+        "batch": w.SelectionSlider(options=_choices(b0, _POWERS_OF_TWO[:11]), value=b0,
+                                   description="batch", continuous_update=False),
+        "tokens": w.IntSlider(value=t0, min=1, max=max(4096, t0), step=1, description="tokens",
+                              continuous_update=False),
+    }
+    # The curve samples every whole batch size a log grid touches, so the knee is drawn where it is.
+    grid = np.unique(np.round(np.geomspace(1, controls["batch"].options[-1], 96)).astype(int))
+    batches = np.unique(np.concatenate([grid, controls["batch"].options])).astype(float)
+    fig, ax = _figure()
+    (curve,) = ax.plot(batches, batches, "-", lw=2, color="C0")
+    (dot,) = ax.plot([b0], [1.0], "o", color="C3", ms=8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(_plain))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: _fmt(v)))
+    ax.set_xlabel("batch (sequences decoded together)")
+    ax.set_ylabel("tokens/s ceiling (all sequences)")
+    ax.grid(True, alpha=0.3)
+
+    def recompute() -> None:
+        chip = as_gpu(controls["gpu"].value)
+        bpp = controls["bytes_per_param"].value
+        bsz = controls["batch"].value
+        n_tokens = controls["tokens"].value
+        try:
+            rows = [inference.decode_roofline(n, chip, bytes_per_param=bpp, batch=int(b)) for b in batches]
+        except ValueError as exc:  # e.g. 1 B/param asks for fp8 math on a chip without it
+            explorer.result = None
+            explorer.readout.value = _error(str(exc))
+            curve.set_ydata(np.full_like(batches, np.nan))
+            dot.set_data([], [])
+            return
+        row = rows[list(batches).index(bsz)]
+        rates = np.array([r.tokens_per_s for r in rows])
+        curve.set_ydata(rates)
+        dot.set_data([bsz], [row.tokens_per_s])
+        ax.set_ylim(rates.min() / 2, rates.max() * 2)
+        ax.set_title(f"{chip.name}: {n / 1e9:.3g}B params at {bpp:g} B/param", fontsize=10)
+        generate_s = n_tokens * row.seconds_per_step  # one token per sequence per step
+        warning = f"<br>{_error(row.warning)}" if row.warning else ""
+        explorer.result = row
+        explorer.readout.value = (
+            f"Batch {bsz}: at most <b>{_fmt(row.tokens_per_s)} tokens/s</b> "
+            f"({_fmt(row.tokens_per_s / bsz)} per sequence), {row.ms_per_token:.3g} ms per step, "
+            f"<b>{row.bound}-bound</b>, {row.share_of_peak:.1%} of the {row.precision} peak. "
+            f"{n_tokens} tokens per sequence take at least {generate_s:.3g} s.{warning}"
+        )
+
+    explorer = Explorer(controls, fig, recompute, title="Decode ceiling explorer")
+    explorer.update()
+    return explorer
+
+
+# --------------------------------------------------------------------------- FLOP shares
+
+
+_SHARE_KEYS = ("ffn_total", "qkvo_total", "scores_total", "unembed")
+_SHARE_LABELS = ("FFN", "QKVO", "scores", "unembed")
+
+
+def flop_share_explorer(d_model: int = 4096, seq_len: int = 2048, n_layers: int = 32,
+                        vocab: int = 32000, ffn_ratio: float = 4.0, gated: bool = False,
+                        causal: bool = True) -> Explorer:
+    """Sequence length and width -> where a token's forward FLOPs go (FFN, QKVO, scores, unembed).
+
+    ``d_ff = round(ffn_ratio * d_model)``; counts come from
+    ``transformer.transformer_flops_per_token``. Long sequences and narrow models hand the
+    attention scores a growing share.
+    """
+    from . import transformer
+
+    d0 = _positive_int(d_model, "d_model", "features")
+    s0 = _positive_int(seq_len, "seq_len", "tokens")
+    ratio = _positive(ffn_ratio, "ffn_ratio", "d_ff per d_model")
+    layers = _positive_int(n_layers, "n_layers", "layers")
+    v = _positive_int(vocab, "vocab", "tokens in the vocabulary")
+
+    def counts(d: int, s: int):
+        return transformer.transformer_flops_per_token(
+            d, max(1, round(ratio * d)), layers, s, v, gated=gated, causal=causal)
+
+    counts(d0, s0)  # checks gated and causal before any widget exists
+    controls = {
+        "seq_len": w.SelectionSlider(options=_choices(s0, tuple(2**k for k in range(7, 18))), value=s0,
+                                     description="seq_len", continuous_update=False),
+        "d_model": w.SelectionSlider(options=_choices(d0, tuple(2**k for k in range(8, 15))), value=d0,
+                                     description="d_model", continuous_update=False),
+    }
+    fig, ax = _figure()
+    bars = ax.bar(_SHARE_LABELS, [0.25] * 4, color=["C0", "C1", "C2", "C4"])
+    labels = [ax.text(i, 0.0, "", ha="center", va="bottom", fontsize=9) for i in range(4)]
+    ax.set_ylim(0, 1.08)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_ylabel("share of forward FLOPs per token")
+    ax.grid(True, axis="y", alpha=0.3)
+
+    def recompute() -> None:
+        d = controls["d_model"].value
+        s = controls["seq_len"].value
+        f = counts(d, s)
+        shares = [f.share(k) for k in _SHARE_KEYS]
+        for bar, label, share in zip(bars, labels, shares):
+            bar.set_height(share)
+            label.set_y(share + 0.01)
+            label.set_text(f"{share:.1%}")
+        ax.set_title(f"d_model {d}, seq_len {s}, {layers} layers, vocab {v}", fontsize=10)
+        largest = _SHARE_LABELS[int(np.argmax(shares))]
+        explorer.result = f
+        explorer.readout.value = (
+            f"{_fmt(f.fwd_per_token / 1e9)} GFLOP per token forward; "
+            + ", ".join(f"{name} {share:.1%}" for name, share in zip(_SHARE_LABELS, shares))
+            + f". The largest share is <b>{largest}</b>."
+        )
+
+    explorer = Explorer(controls, fig, recompute, title="Where the FLOPs go")
+    explorer.update()
+    return explorer
+
+
+# --------------------------------------------------------------------------- MFU
+
+
+def mfu_explorer(n_params: float = 7e9, tokens_per_s: float | None = None, n_gpus: int = 8,
+                 gpu="A100", precision: str = "bf16") -> Explorer:
+    """Model size, global training tokens/s, GPU count and GPU -> MFU under the 6N convention.
+
+    ``tokens_per_s=None`` starts at the rate that gives 40 % MFU. Above 100 % the library refuses
+    the number; the readout shows its reason and the bar turns red.
+    """
+    from . import training
+
+    n0 = _positive(n_params, "n_params", "parameters")
+    g0 = _positive_int(n_gpus, "n_gpus", "GPUs")
+    spec = as_gpu(gpu)
+    if tokens_per_s is None:
+        tokens_per_s = training.expected_tokens_per_s(n0, g0, spec, 0.4, precision=precision)
+    r0 = _positive(tokens_per_s, "tokens_per_s", "tokens per second")
+    training.mfu(n0, r0, g0, spec, precision)  # checks every input, refuses an impossible start
+
+    controls = {
+        "gpu": _gpu_dropdown(spec),
+        "n_params": w.FloatLogSlider(value=n0, base=10, min=7, max=12.5, step=0.01, description="params",
+                                     readout_format=".3g", continuous_update=False),
+        "tokens_per_s": w.FloatLogSlider(value=r0, base=10, min=1, max=9, step=0.01, description="tokens/s",
+                                         readout_format=".3g", continuous_update=False),
+        "n_gpus": w.SelectionSlider(options=_choices(g0, tuple(2**k for k in range(0, 15))), value=g0,
+                                    description="GPUs", continuous_update=False),
+    }
+    fig, ax = _figure()
+    fig.set_size_inches(_FIGSIZE[0], 1.8)
+    fig.subplots_adjust(left=0.08, right=0.97, bottom=0.32, top=0.8)
+    (bar,) = ax.barh([0], [0.4], height=0.6, color="C2")
+    ax.axvline(1.0, color="black", lw=1.5)
+    ax.text(1.0, 0.45, " 100 %: the dense peak", fontsize=8, va="center")
+    value_label = ax.text(0.0, 0.0, "", va="center", fontsize=10)
+    ax.set_xlim(0, 1.5)
+    ax.set_ylim(-0.6, 0.7)
+    ax.set_yticks([])
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel("model FLOPs utilisation")
+
+    def recompute() -> None:
+        chip = as_gpu(controls["gpu"].value)
+        n = controls["n_params"].value
+        rate = controls["tokens_per_s"].value
+        cards = controls["n_gpus"].value
+        try:
+            value = training.mfu(n, rate, cards, chip, precision)
+            message = None
+        except ImplausibleMeasurement as exc:
+            # MFU is proportional to tokens/s: the MFU of one token/s, scaled, shows how far over.
+            value = training.mfu(n, 1.0, cards, chip, precision) * rate
+            message = str(exc)
+        except ValueError as exc:  # e.g. a precision the chip lacks
+            explorer.result = None
+            explorer.readout.value = _error(str(exc))
+            bar.set_width(0.0)
+            value_label.set_text("")
+            return
+        shown = min(value, 1.5)
+        bar.set_width(shown)
+        bar.set_color("#b00020" if message else "C2")
+        value_label.set_color("white" if value > 1.2 else "black")
+        value_label.set_position((min(shown, 1.2) + 0.02, 0.0))
+        value_label.set_text(f"{value:.1%}")
+        ax.set_title(f"{n / 1e9:.3g}B params, {_fmt(rate)} tokens/s on {cards} x {chip.name} ({precision})",
+                     fontsize=10)
+        explorer.result = value
+        if message:
+            explorer.readout.value = _error(message)
+        else:
+            explorer.readout.value = (
+                f"MFU <b>{value:.1%}</b>: 6 x {n:.3g} params x {_fmt(rate)} tokens/s against "
+                f"{cards} x {_fmt(chip.peak_flops_per_s(precision) / _TERA)} TFLOP/s dense {precision}."
+            )
+
+    explorer = Explorer(controls, fig, recompute, title="MFU explorer")
+    explorer.update()
+    return explorer

@@ -1,0 +1,242 @@
+"""Tests for roofline_lib.measure: timing, this machine's ceilings, kernels placed on them."""
+from __future__ import annotations
+
+import math
+import time
+from datetime import datetime
+
+import pytest
+import torch
+
+from roofline_lib import measure
+from roofline_lib.measure import MeasuredCeilings, Timing
+from roofline_lib.roofline import ImplausibleMeasurement
+
+needs_gpu = pytest.mark.skipif(not measure.has_cuda(), reason="needs a CUDA GPU (torch sees none)")
+
+
+def _ceilings(bytes_per_s=50e9, flops_per_s=200e9) -> MeasuredCeilings:
+    """A made-up machine: 50 GB/s copy, 200 GFLOP/s matmul, so the ridge is 200 / 50 = 4 FLOP/B."""
+    return MeasuredCeilings(
+        bytes_per_s=bytes_per_s, flops_per_s=flops_per_s, device_name="test CPU", precision="fp32",
+        n_threads=2, date="2025-01-01T00:00:00+00:00", torch_version="2.x",
+    )
+
+
+# --------------------------------------------------------------------------- time_fn
+
+
+def test_time_fn_cpu_reports_the_median_of_the_timed_calls():
+    calls = []
+
+    def nap():
+        calls.append(None)
+        time.sleep(0.002)
+
+    t = measure.time_fn(nap, device="cpu", warmup=2, reps=5)
+    assert isinstance(t, Timing)
+    assert len(calls) == 2 + 5  # warm-up calls are made but not timed
+    assert t.reps == 5
+    assert t.median_s >= 0.002  # sleep(0.002) never returns early
+    assert t.min_s <= t.median_s <= t.max_s
+    assert "median of 5" in t.method
+
+
+def test_time_fn_rotates_through_argument_sets_in_order():
+    seen = []
+    # warm-up 1 call takes set 0; the 4 timed calls take sets 1, 2, 0, 1
+    measure.time_fn(seen.append, device="cpu", warmup=1, reps=4, rotate=[("a",), ("b",), ("c",)])
+    assert seen == ["a", "b", "c", "a", "b"]
+
+
+def test_time_fn_argument_sets_can_be_keywords_or_single_values():
+    seen = []
+    measure.time_fn(lambda x, scale=1: seen.append(x * scale), device="cpu", warmup=0, reps=2,
+                    rotate=[{"x": 2, "scale": 10}, 3])
+    assert seen == [20, 3]  # 2 * 10 = 20, then 3 * 1 = 3
+
+
+def test_time_fn_factory_builds_enough_sets_to_outgrow_the_cache(monkeypatch):
+    monkeypatch.setattr(measure, "_cache_bytes", lambda device: 4 * 2**20)  # pretend: a 4 MiB cache
+    made = []
+
+    def factory():
+        t = torch.zeros(2**18)  # 2**18 fp32 = 2**20 bytes = 1 MiB
+        made.append(t)
+        return (t,)
+
+    seen = set()
+    t = measure.time_fn(lambda x: seen.add(id(x)), device="cpu", warmup=0, reps=20, rotate=factory)
+    # 2 * 4 MiB / 1 MiB = 8 sets cover twice the cache, + 1 = 9
+    assert len(made) == 9
+    assert len(seen) == 9  # 20 timed calls cycle through all nine
+    assert "rotating 9 argument sets" in t.method
+
+
+def test_time_fn_factory_never_builds_fewer_than_two_sets(monkeypatch):
+    monkeypatch.setattr(measure, "_cache_bytes", lambda device: 1024)
+    made = []
+    measure.time_fn(lambda x: None, device="cpu", reps=1, rotate=lambda: made.append(1) or (torch.zeros(2**20),))
+    assert len(made) == 2  # 4 MiB per set already dwarfs a 1 KiB cache, but rotation needs two
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, fragment",
+    [
+        ({"reps": 0}, ValueError, "reps"),
+        ({"warmup": -1}, ValueError, "warmup"),
+        ({"reps": 2.5}, TypeError, "reps"),
+        ({"rotate": []}, ValueError, "rotate"),
+        ({"rotate": "abc"}, TypeError, "rotate"),
+        ({"device": "tpu"}, ValueError, "device"),
+    ],
+)
+def test_time_fn_rejects_bad_input_naming_the_parameter(kwargs, error, fragment):
+    with pytest.raises(error, match=fragment):
+        measure.time_fn(lambda *a: None, **{"device": "cpu", **kwargs})
+
+
+def test_time_fn_needs_a_callable():
+    with pytest.raises(TypeError, match="fn must be callable"):
+        measure.time_fn(42, device="cpu")
+
+
+@pytest.mark.skipif(measure.has_cuda(), reason="checks the refusal on a machine without a GPU")
+def test_asking_for_cuda_without_a_gpu_is_refused():
+    with pytest.raises(ValueError, match="CUDA"):
+        measure.time_fn(lambda: None, device="cuda")
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_time_fn_on_cuda_uses_do_bench_and_returns_seconds():  # pragma: no cover - GPU only
+    x = torch.randn(4096, 4096, device="cuda")
+    t = measure.time_fn(lambda: x @ x, device="cuda")
+    assert "do_bench" in t.method
+    # 2 * 4096**3 = 137 GFLOP: between 10 us (13.7 PFLOP/s) and 1 s on any GPU, so seconds, not ms
+    assert 1e-5 < t.median_s < 1.0
+
+
+def test_cache_sizes_are_read_the_way_the_kernel_writes_them():
+    assert measure._parse_cache_size("32768K") == 32768 * 1024  # = 33554432
+    assert measure._parse_cache_size("1M") == 2**20
+    assert measure._last_level_cache_bytes() > 0
+
+
+# --------------------------------------------------------------------------- ceilings
+
+
+@pytest.fixture(scope="module")
+def measured():
+    lines = []
+    start = time.perf_counter()
+    ceilings = measure.measure_ceilings(seconds=0.5, device="cpu", progress=lines.append,
+                                        buffer_bytes=64e6)
+    return ceilings, lines, time.perf_counter() - start
+
+
+def test_measure_ceilings_returns_this_machines_roofs(measured):
+    c, _, _ = measured
+    assert c.device == "cpu" and c.precision == "fp32"
+    assert c.device_name
+    assert c.n_threads == torch.get_num_threads()
+    assert c.torch_version == torch.__version__
+    datetime.fromisoformat(c.date)  # ISO 8601, or this raises
+    # Any CPU made this century copies between 0.1 GB/s and 10 TB/s and multiplies between
+    # 0.1 GFLOP/s and 100 TFLOP/s; outside that the arithmetic (2 * bytes, 2 * n**3) is wrong.
+    assert 1e8 < c.bytes_per_s < 1e13
+    assert 1e8 < c.flops_per_s < 1e14
+    assert c.ridge == pytest.approx(c.flops_per_s / c.bytes_per_s)
+    assert c.buffer_bytes == 64e6 and c.matmul_n >= 256
+
+
+def test_measure_ceilings_stays_within_its_budget_and_reports_progress(measured):
+    _, lines, elapsed = measured
+    assert elapsed < 0.5 + 2.5  # budget + buffer setup, with room for a busy machine
+    text = "\n".join(lines)
+    assert "copy" in text and "matmul" in text and "done" in text
+
+
+def test_measure_ceilings_rejects_bad_input():
+    with pytest.raises(ValueError, match="seconds"):
+        measure.measure_ceilings(seconds=0, device="cpu")
+    with pytest.raises(TypeError, match="progress"):
+        measure.measure_ceilings(seconds=0.1, device="cpu", progress="loud")
+
+
+def test_measured_ceilings_round_trip_through_a_dict():
+    c = _ceilings()
+    assert MeasuredCeilings.from_dict(c.to_dict()) == c
+    assert c.ridge == 4.0  # 200e9 / 50e9
+    with pytest.raises(ValueError, match="unknown field"):
+        MeasuredCeilings.from_dict({**c.to_dict(), "colour": "red"})
+    with pytest.raises(ValueError, match="bytes_per_s"):
+        MeasuredCeilings.from_dict({**c.to_dict(), "bytes_per_s": 0.0})
+
+
+def test_attainable_on_measured_roofs():
+    c = _ceilings()
+    assert c.attainable_flops_per_s(1.0) == 50e9  # 50e9 B/s * 1 FLOP/B, under the 200e9 roof
+    assert c.attainable_flops_per_s(10.0) == 200e9  # 50e9 * 10 = 500e9 is capped at 200e9
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def test_memory_bound_kernel_against_its_prediction():
+    k = measure.measured_point("copy", flops=1e9, bytes_moved=1e9, seconds=0.040, ceilings=_ceilings())
+    # intensity 1e9 / 1e9 = 1 FLOP/B, below the ridge of 4
+    assert k.intensity == 1.0 and k.bound == "memory"
+    # predicted = max(1e9 / 200e9, 1e9 / 50e9) = max(5 ms, 20 ms) = 20 ms
+    assert k.predicted_seconds == pytest.approx(0.020)
+    assert k.fraction_of_prediction == pytest.approx(0.5)  # 20 ms / 40 ms
+    assert k.achieved_bytes_per_s == pytest.approx(25e9)  # 1e9 B / 0.04 s
+    assert k.ceiling_flops_per_s == pytest.approx(50e9)  # 50e9 B/s * 1 FLOP/B
+
+
+def test_compute_bound_kernel_against_its_prediction():
+    k = measure.measured_point("gemm", flops=2e10, bytes_moved=1e9, seconds=0.125, ceilings=_ceilings())
+    assert k.intensity == 20.0 and k.bound == "compute"  # 2e10 / 1e9 = 20 > 4
+    # predicted = max(2e10 / 200e9, 1e9 / 50e9) = max(100 ms, 20 ms) = 100 ms
+    assert k.predicted_seconds == pytest.approx(0.100)
+    assert k.achieved_flops_per_s == pytest.approx(160e9)  # 2e10 / 0.125
+    assert "80%" in str(k)  # 100 ms / 125 ms
+
+
+def test_a_timing_can_stand_in_for_seconds():
+    t = Timing(median_s=0.040, min_s=0.039, max_s=0.050, reps=10, method="test")
+    k = measure.measured_point("copy", 1e9, 1e9, t, _ceilings())
+    assert k.seconds == 0.040  # the median
+
+
+def test_a_kernel_that_beats_the_measured_copy_roof_is_refused():
+    # 1e9 B in 18 ms = 55.6 GB/s, 1.11x the 50 GB/s roof: data stayed in cache
+    with pytest.raises(ImplausibleMeasurement, match="cache"):
+        measure.measured_point("copy", 1e9, 1e9, 0.018, _ceilings())
+    # 1e9 B in 19.5 ms = 51.3 GB/s, 1.03x: within the 5 % tolerance
+    assert measure.measured_point("copy", 1e9, 1e9, 0.0195, _ceilings()).bound == "memory"
+
+
+def test_a_kernel_that_beats_the_measured_matmul_roof_is_refused():
+    # 2e10 FLOP in 90 ms = 222 GFLOP/s, 1.11x the 200 GFLOP/s roof
+    with pytest.raises(ImplausibleMeasurement, match="GFLOP/s"):
+        measure.measured_point("gemm", 2e10, 1e9, 0.090, _ceilings())
+
+
+@pytest.mark.parametrize(
+    "args, error, fragment",
+    [
+        (("k", 0, 1e9, 1.0), ValueError, "flops"),
+        (("k", 1e9, -1, 1.0), ValueError, "bytes_moved"),
+        (("k", 1e9, 1e9, math.nan), ValueError, "seconds"),
+        (("", 1e9, 1e9, 1.0), TypeError, "name"),
+    ],
+)
+def test_measured_point_rejects_bad_input(args, error, fragment):
+    with pytest.raises(error, match=fragment):
+        measure.measured_point(*args, ceilings=_ceilings())
+
+
+def test_measured_point_needs_measured_ceilings():
+    with pytest.raises(TypeError, match="MeasuredCeilings"):
+        measure.measured_point("k", 1e9, 1e9, 1.0, ceilings="A100")

@@ -1,0 +1,175 @@
+"""Tests for roofline_lib.widgets: each explorer's numbers, its controls, and its redraw time."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets as w  # noqa: E402
+import pytest  # noqa: E402
+
+from roofline_lib import inference, training, transformer, widgets  # noqa: E402
+
+#: The brief: a redraw (recompute + render the figure) must stay under 0.1 s.
+REDRAW_BUDGET_S = 0.1
+
+EXPLORERS = [widgets.roofline_explorer, widgets.decode_explorer, widgets.flop_share_explorer,
+             widgets.mfu_explorer]
+
+
+def _fastest_redraw(explorer, n=3) -> float:
+    return min(explorer.update() for _ in range(n))  # min of 3: the machine's noise, not ours
+
+
+@pytest.mark.parametrize("make", EXPLORERS, ids=lambda f: f.__name__)
+def test_each_explorer_is_a_container_with_its_figure_in_an_output_widget(make):
+    ex = make()
+    assert isinstance(ex, w.VBox) and ex.widget is ex
+    assert ex.output in ex.children and isinstance(ex.output, w.Output)
+    assert ex.readout in ex.children and ex.readout.value
+    assert ex.last_png[:4] == b"\x89PNG"  # the figure was rendered
+    assert _fastest_redraw(ex) < REDRAW_BUDGET_S
+
+
+@pytest.mark.parametrize("make", EXPLORERS, ids=lambda f: f.__name__)
+def test_redraw_updates_the_same_figure(make):
+    ex = make()
+    fig, lines = ex.figure, len(ex.figure.axes[0].get_lines())
+    first = list(ex.controls.values())[-1]
+    options = getattr(first, "options", None)
+    first.value = options[0] if options else first.max
+    assert ex.figure is fig and len(fig.axes[0].get_lines()) == lines  # updated in place, nothing added
+
+
+# --------------------------------------------------------------------------- roofline
+
+
+def test_roofline_explorer_reads_the_a100_at_ten_flop_per_byte():
+    ex = widgets.roofline_explorer("A100", "bf16", 10.0)
+    # 2.039e12 B/s * 10 FLOP/B = 20.4 TFLOP/s, below the 153 FLOP/B ridge
+    assert "20.4 TFLOP/s" in ex.readout.value and "memory-bound" in ex.readout.value
+    assert ex.result["attainable_flops_per_s"] == pytest.approx(20.39e12)
+    ex.controls["intensity"].value = 1000.0
+    assert "312 TFLOP/s" in ex.readout.value and "compute-bound" in ex.readout.value
+    ridge = [line for line in ex.figure.axes[0].get_lines() if line.get_linestyle() == ":"][0]
+    assert ridge.get_xdata()[0] == pytest.approx(312e12 / 2039e9)  # 153.0
+
+
+def test_precision_list_follows_the_gpu():
+    ex = widgets.roofline_explorer("L4", "fp8", 1000.0)
+    assert "fp8" in ex.controls["precision"].options
+    ex.controls["gpu"].value = "a100-80gb-sxm"
+    assert "fp8" not in ex.controls["precision"].options  # an A100 has no fp8
+    assert ex.controls["precision"].value == "bf16"  # fp8 gone, so back to bf16
+    ex.controls["precision"].value = "fp32"
+    ex.controls["gpu"].value = "h100-sxm"
+    assert ex.controls["precision"].value == "fp32"  # the H100 has fp32: kept
+    assert "67 TFLOP/s" in ex.readout.value  # H100 SXM fp32 CUDA-core peak
+
+
+def test_changing_the_gpu_redraws_once(monkeypatch):
+    ex = widgets.roofline_explorer("L4", "fp8")
+    calls = []
+    monkeypatch.setattr(ex, "update", lambda: calls.append(1))
+    ex.controls["gpu"].value = "a100-80gb-sxm"  # also rewrites the precision list and value
+    assert calls == [1]
+
+
+def test_roofline_explorer_rejects_bad_starting_values():
+    with pytest.raises(ValueError, match="fp8"):
+        widgets.roofline_explorer("A100", "fp8")
+    with pytest.raises(ValueError, match="intensity"):
+        widgets.roofline_explorer(intensity=1e6)
+    with pytest.raises(ValueError, match="unknown GPU"):
+        widgets.roofline_explorer("Z80")
+
+
+# --------------------------------------------------------------------------- decode
+
+
+def test_decode_explorer_batch_one_is_bandwidth_bound():
+    ex = widgets.decode_explorer(7e9, "A100")
+    # 7e9 params * 2 B = 14e9 B; 14e9 / 2.039e12 B/s = 6.87 ms per step -> 146 tokens/s
+    assert "146 tokens/s" in ex.readout.value and "6.87 ms" in ex.readout.value
+    assert "memory-bound" in ex.readout.value
+    assert "1.76 s" in ex.readout.value  # 256 tokens * 6.866 ms = 1.758 s
+    assert ex.result == inference.decode_roofline(7e9, "A100", batch=1)
+
+
+def test_decode_explorer_large_batch_turns_compute_bound():
+    ex = widgets.decode_explorer(7e9, "A100")
+    ex.controls["batch"].value = 1024
+    # compute: 2 * 7e9 * 1024 / 312e12 = 45.9 ms > 6.87 ms of weight streaming
+    assert "compute-bound" in ex.readout.value
+    assert ex.result.tokens_per_s == pytest.approx(1024 / (2 * 7e9 * 1024 / 312e12))  # 22,286
+    ex.controls["tokens"].value = 100
+    assert "4.59 s" in ex.readout.value  # 100 steps * 45.9 ms
+
+
+def test_decode_explorer_shows_library_errors_and_warnings():
+    ex = widgets.decode_explorer(7e9, "A100")
+    ex.controls["bytes_per_param"].value = 1  # 1 B/param means fp8 math; the A100 has none
+    assert ex.result is None and "has no fp8" in ex.readout.value
+    big = widgets.decode_explorer(200e9, "L4")  # 400 GB of weights, 24 GB card
+    assert "do not fit" in big.readout.value
+
+
+# --------------------------------------------------------------------------- FLOP shares
+
+
+def test_flop_shares_of_a_7b_shaped_model():
+    ex = widgets.flop_share_explorer(d_model=4096, seq_len=2048, n_layers=32, vocab=32000)
+    # per layer: FFN 4 * 4096 * 16384 = 268,435,456; QKVO 8 * 4096**2 = 134,217,728;
+    # causal scores 2 * 2048 * 4096 = 16,777,216. Unembed 2 * 4096 * 32000 = 262,144,000.
+    # total = 32 * 419,430,400 + 262,144,000 = 13,683,916,800; FFN 8,589,934,592 / that = 62.8 %
+    assert "FFN 62.8%" in ex.readout.value and "<b>FFN</b>" in ex.readout.value
+    heights = [bar.get_height() for bar in ex.figure.axes[0].patches]
+    assert heights[0] == pytest.approx(8_589_934_592 / 13_683_916_800)
+    assert sum(heights) == pytest.approx(1.0)
+    assert ex.result == transformer.transformer_flops_per_token(4096, 16384, 32, 2048, 32000)
+
+
+def test_long_sequences_hand_the_scores_the_largest_share():
+    ex = widgets.flop_share_explorer(d_model=4096, seq_len=2048)
+    ex.controls["seq_len"].value = 131072
+    # scores per layer 2 * 131072 * 4096 = 1,073,741,824 > FFN's 268,435,456
+    assert "<b>scores</b>" in ex.readout.value
+
+
+def test_flop_share_explorer_rejects_bad_shapes():
+    with pytest.raises(ValueError, match="d_model"):
+        widgets.flop_share_explorer(d_model=0)
+    with pytest.raises(TypeError, match="gated"):
+        widgets.flop_share_explorer(gated="yes")
+
+
+# --------------------------------------------------------------------------- MFU
+
+
+def test_mfu_explorer_starts_at_forty_percent():
+    ex = widgets.mfu_explorer(7e9, n_gpus=8, gpu="A100")
+    assert ex.result == pytest.approx(0.4)
+    assert "40.0%" in ex.readout.value
+
+
+def test_mfu_explorer_reads_a_given_rate():
+    ex = widgets.mfu_explorer(7e9, tokens_per_s=2e4, n_gpus=8, gpu="A100")
+    # 6 * 7e9 * 2e4 = 8.4e14 FLOP/s over 8 * 312e12 = 2.496e15 -> 33.7 %
+    assert ex.result == pytest.approx(training.mfu(7e9, 2e4, 8, "A100"))
+    assert "33.7%" in ex.readout.value
+
+
+def test_mfu_above_one_hundred_percent_is_flagged_not_shown_as_fact():
+    ex = widgets.mfu_explorer(7e9, tokens_per_s=2e4, n_gpus=8, gpu="A100")
+    ex.controls["tokens_per_s"].value = 1e6
+    # 6 * 7e9 * 1e6 = 4.2e16 over 2.496e15 = 16.8, i.e. 1683 %
+    assert ex.result == pytest.approx(4.2e16 / 2.496e15)
+    assert "impossible" in ex.readout.value
+    bar = ex.figure.axes[0].patches[0]
+    assert bar.get_width() == pytest.approx(1.5)  # drawn to the edge of the axis
+    assert matplotlib.colors.to_hex(bar.get_facecolor()) == "#b00020"
+
+
+def test_mfu_explorer_refuses_an_impossible_start():
+    with pytest.raises(ValueError, match="impossible"):
+        widgets.mfu_explorer(7e9, tokens_per_s=1e7, n_gpus=1, gpu="A100")
