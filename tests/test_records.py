@@ -1,0 +1,428 @@
+"""Tests for roofline_lib.records (the GPU record schema) and the CPU-testable parts of tools/gpu_check.py.
+
+Every fixture record is written to tmp_path: no record with invented numbers lives in the
+repository. The made-up H200 run used throughout (datasheet: 4.8 TB/s HBM, 989.5 TFLOP/s dense
+bf16, 67 TFLOP/s fp32):
+
+* copy of 2e9-byte buffers, 1 ms median, 0.9 ms best: 4e9 B / 1e-3 s = 4.0 TB/s median,
+  4e9 / 0.9e-3 = 4.44 TB/s best;
+* bf16 GEMM 8192^3 = 2 * 8192**3 = 1.0995e12 FLOP in 1.5 ms median (733 TFLOP/s), 1.4 ms best;
+* a kernel moving 4.8e9 bytes in 1.2 ms (4.0 TB/s), predicted 4.8e9 / 4.44e12 = 1.08 ms.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from roofline_lib import records
+from roofline_lib.records import GPURecord, NoRecord, RecordError
+from roofline_lib.roofline import ImplausibleMeasurement
+
+ROOT = Path(__file__).resolve().parents[1]
+GEMM_8192_FLOP = 2 * 8192**3  # 1.0995e12
+
+
+def _record(**changes) -> dict:
+    """A plausible H200 record as JSON data; ``changes`` maps "section.key" to a new value."""
+    data = {
+        "schema_version": 1,
+        "gpu": "h200",
+        "provenance": {
+            "device_name": "NVIDIA H200",
+            "driver": "570.00",
+            "cuda": "12.8",
+            "torch": "2.13.0+cu128",
+            "triton": "3.7.1",
+            "date": "2026-03-02T10:00:00+00:00",
+            "clocks": {"sm_mhz": 1980.0, "mem_mhz": 3201.0},
+            "commit": "0123456789ab",
+        },
+        "copy": {"buffer_bytes": 2e9, "seconds": 1e-3, "best_seconds": 0.9e-3, "method": "test"},
+        "gemm": [
+            {"precision": "bf16", "m": 8192, "n": 8192, "k": 8192, "seconds": 1.5e-3, "best_seconds": 1.4e-3,
+             "method": "test"},
+        ],
+        "kernels": [
+            {
+                "name": "bias_gelu", "shape": [16384, 8192], "dtype": "bf16",
+                "flops": 1.2e9, "bytes_moved": 4.8e9,
+                "seconds": 1.2e-3, "best_seconds": 1.15e-3,
+                "predicted_seconds": 4.8e9 / (4e9 / 0.9e-3),  # on the best copy: 1.08 ms
+                "memory_roof_bytes_per_s": 4e9 / 0.9e-3, "memory_roof_source": "measured copy bandwidth",
+                "compute_precision": "fp32",
+                "torch_seconds": 2.4e-3, "torch_bytes_moved": 9.6e9,
+                "max_abs_error": 0.0078, "config": {"BLOCK": 1024, "num_warps": 4}, "method": "test",
+            }
+        ],
+        "notebooks": {"strict": ["notebooks/01_two_speed_limits.md"], "lax": [], "passed": 12, "failed": 0,
+                      "skipped": 0},
+    }
+    for dotted, value in changes.items():
+        where = data
+        *path, last = dotted.split(".")
+        for part in path:
+            where = where[int(part)] if isinstance(where, list) else where[part]
+        if value is _DELETE:
+            del where[last]
+        else:
+            where[last] = value
+    return data
+
+
+_DELETE = object()
+
+
+def _write(directory: Path, data: dict, name: str | None = None) -> Path:
+    path = directory / (name or f"{data['gpu']}.json")
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- a good record
+
+
+def test_a_plausible_record_validates_and_keeps_its_numbers():
+    rec = records.validate_record(_record())
+    assert isinstance(rec, GPURecord)
+    assert rec.spec.name == "H200 SXM"
+    assert rec.copy.bytes_per_s == pytest.approx(4.0e12)  # 2 * 2e9 bytes / 1e-3 s
+    assert rec.copy.best_bytes_per_s == pytest.approx(4.444e12, rel=1e-3)  # 4e9 / 0.9e-3
+    gemm = rec.best_gemm("bf16")
+    assert gemm.flops == GEMM_8192_FLOP
+    assert gemm.flops_per_s == pytest.approx(733.0e12, rel=1e-3)  # 1.0995e12 / 1.5e-3
+    k = rec.kernel("bias_gelu")
+    assert k.intensity == pytest.approx(0.25)  # 1.2e9 FLOP / 4.8e9 bytes
+    assert k.prediction_error == pytest.approx(0.111, rel=1e-2)  # (1.2 - 1.08) / 1.08
+    assert k.speedup_over_torch == pytest.approx(2.0)  # 2.4 ms / 1.2 ms
+
+
+def test_the_label_names_every_provenance_field():
+    label = records.validate_record(_record()).label
+    for part in ("NVIDIA H200", "H200 SXM", "2026-03-02", "driver 570.00", "CUDA 12.8", "torch 2.13.0+cu128",
+                 "triton 3.7.1"):
+        assert part in label
+
+
+def test_write_then_list_then_latest_round_trip(tmp_path):
+    rec = records.validate_record(_record())
+    path = records.write_record(rec, tmp_path)
+    assert path == tmp_path / "h200.json"
+    again = records.load_record(path)
+    assert again == rec
+    assert records.list_records(tmp_path) == (rec,)
+    assert records.latest_record("H200", directory=tmp_path) == rec
+    stored = json.loads(path.read_text())
+    assert stored["copy"]["bytes_per_s"] == pytest.approx(4.0e12)  # derived rates are stored for readers
+
+
+def test_latest_record_is_the_newest_and_can_be_asked_per_gpu(tmp_path):
+    _write(tmp_path, _record())  # H200, 2026-03-02
+    older_h100 = _record(**{"gpu": "h100-sxm", "provenance.device_name": "NVIDIA H100 80GB HBM3",
+                            "provenance.date": "2026-01-15T08:00:00+00:00",
+                            # the H200's 4.44 TB/s would be refused on an H100 (3.35 TB/s): 4e9 / 1.4e-3 = 2.86
+                            "copy.seconds": 1.5e-3, "copy.best_seconds": 1.4e-3, "kernels": []})
+    _write(tmp_path, older_h100)
+    assert [r.gpu for r in records.list_records(tmp_path)] == ["h100-sxm", "h200"]  # oldest first
+    assert records.latest_record(directory=tmp_path).gpu == "h200"
+    assert records.latest_record("H100", directory=tmp_path).gpu == "h100-sxm"
+    with pytest.raises(NoRecord, match="no measurement record for B200"):
+        records.latest_record("B200", directory=tmp_path)
+
+
+def test_no_record_yet_says_how_to_make_one(tmp_path):
+    assert records.list_records(tmp_path) == ()
+    assert records.list_records(tmp_path / "absent") == ()
+    with pytest.raises(NoRecord, match="make gpu-check"):
+        records.latest_record(directory=tmp_path)
+
+
+def test_the_recorded_roofs_become_measured_ceilings():
+    ceilings = records.validate_record(_record()).ceilings()
+    assert ceilings.bytes_per_s == pytest.approx(4.444e12, rel=1e-3)  # the best copy
+    assert ceilings.flops_per_s == pytest.approx(GEMM_8192_FLOP / 1.4e-3)  # the best bf16 GEMM: 785 TFLOP/s
+    assert ceilings.ridge == pytest.approx(176.7, rel=1e-3)  # 785.4e12 / 4.444e12
+    assert ceilings.device == "cuda"
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def test_a_copy_faster_than_hbm_is_refused():
+    # 4e9 bytes in 0.4 ms = 10 TB/s, 2.08x the H200's 4.8 TB/s: an L2-resident buffer, not HBM
+    with pytest.raises(ImplausibleMeasurement, match="HBM bandwidth roof"):
+        records.validate_record(_record(**{"copy.best_seconds": 0.4e-3, "copy.seconds": 0.5e-3}))
+
+
+def test_a_gemm_beating_the_dense_peak_is_refused():
+    # 1.0995e12 FLOP in 1.0 ms = 1100 TFLOP/s > 989.5 * 1.05 = 1039: a sparse peak or an fp8 run
+    with pytest.raises(ImplausibleMeasurement, match="dense bf16 compute peak"):
+        records.validate_record(_record(**{"gemm.0.best_seconds": 1.0e-3}))
+
+
+def test_the_same_time_is_fine_in_fp8():
+    # 1100 TFLOP/s is 56 % of the H200's 1979 dense fp8 TFLOP/s
+    rec = records.validate_record(_record(**{"gemm.0.best_seconds": 1.0e-3, "gemm.0.precision": "fp8"}))
+    assert rec.gemm[0].best_flops_per_s == pytest.approx(1.0995e15, rel=1e-3)
+
+
+def test_a_kernel_beating_hbm_is_refused():
+    # 4.8e9 bytes in 0.8 ms = 6 TB/s > 4.8 * 1.05 = 5.04 TB/s
+    with pytest.raises(ImplausibleMeasurement, match="bias_gelu"):
+        records.validate_record(_record(**{"kernels.0.best_seconds": 0.8e-3}))
+
+
+def test_an_unfused_torch_time_beating_hbm_is_refused():
+    # 9.6e9 bytes in 1.5 ms = 6.4 TB/s: the pass-by-pass count or the time is wrong
+    with pytest.raises(ImplausibleMeasurement, match="unfused torch"):
+        records.validate_record(_record(**{"kernels.0.torch_seconds": 1.5e-3}))
+
+
+def test_a_prediction_faster_than_its_own_roof_is_refused():
+    # 4.8e9 bytes at 4.44 TB/s cannot take less than 1.08 ms
+    with pytest.raises(RecordError, match="cannot beat its own roof"):
+        records.validate_record(_record(**{"kernels.0.predicted_seconds": 0.5e-3}))
+
+
+@pytest.mark.parametrize("missing", records.REQUIRED_PROVENANCE)
+def test_each_required_provenance_field_is_required(missing):
+    with pytest.raises(RecordError, match=f"provenance.{missing}"):
+        records.validate_record(_record(**{f"provenance.{missing}": _DELETE}))
+
+
+def test_a_record_missing_the_driver_or_date_is_refused(tmp_path):
+    _write(tmp_path, _record(**{"provenance.driver": ""}))
+    with pytest.raises(RecordError, match="h200.json: provenance.driver must be a non-empty string"):
+        records.list_records(tmp_path)
+    with pytest.raises(RecordError, match="ISO 8601"):
+        records.validate_record(_record(**{"provenance.date": "last Tuesday"}))
+
+
+def test_a_record_without_provenance_is_refused():
+    with pytest.raises(RecordError, match="no provenance"):
+        records.validate_record(_record(provenance=_DELETE))
+
+
+def test_a_record_for_an_unknown_gpu_is_refused():
+    with pytest.raises(RecordError, match="registry key"):
+        records.validate_record(_record(gpu="rtx-4090", **{"provenance.device_name": "NVIDIA GeForce RTX 4090"}))
+
+
+def test_a_record_whose_device_is_another_registry_gpu_is_refused():
+    # checking an A100's numbers against the H200's roofs would let a wrong run through
+    with pytest.raises(RecordError, match="is 'a100-80gb-sxm' in the registry"):
+        records.validate_record(_record(**{"provenance.device_name": "NVIDIA A100-SXM4-80GB"}))
+
+
+def test_a_hand_edited_rate_is_refused():
+    data = records.validate_record(_record()).to_dict()
+    data["copy"]["bytes_per_s"] = 4.5e12  # the counts and times say 4.0e12
+    with pytest.raises(RecordError, match="edited by hand"):
+        records.validate_record(data)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"schema_version": 2}, "schema_version must be 1"),
+        ({"extra": 1}, "unknown field"),
+        ({"gemm": []}, "gemm must be a non-empty list"),
+        ({"copy.seconds": 0}, "copy.seconds must be a positive number of seconds"),
+        ({"copy.best_seconds": 2e-3}, "exceeds the median"),
+        ({"gemm.0.precision": "fp6"}, "precision must be one of"),
+        ({"gemm.0.m": 8192.5}, "whole number"),
+        ({"kernels.0.shape": []}, "shape must be a non-empty list"),
+        ({"notebooks.skipped": -1}, "skipped must be a whole number >= 0"),
+        ({"provenance.clocks": {"sm_mhz": -5}}, "clocks.sm_mhz"),
+    ],
+)
+def test_malformed_records_say_what_is_wrong(changes, message):
+    data = _record()
+    for key, value in changes.items():
+        data = _record(**{key: value}) if "." in key else {**data, key: value}
+    with pytest.raises(RecordError, match=message):
+        records.validate_record(data)
+
+
+def test_write_record_refuses_what_it_could_not_read_back(tmp_path):
+    rec = records.validate_record(_record())
+    bad = GPURecord(gpu="h200", provenance=rec.provenance, copy=records.CopyMeasurement(2e9, 1e-4, 1e-4, "x"),
+                    gemm=rec.gemm, kernels=rec.kernels)  # 40 TB/s
+    with pytest.raises(ImplausibleMeasurement):
+        records.write_record(bad, tmp_path)
+    assert not (tmp_path / "h200.json").exists()
+
+
+# --------------------------------------------------------------------------- naming the GPU
+
+
+@pytest.mark.parametrize(
+    "device_name, key",
+    [
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA A100-SXM4-80GB", "a100-80gb-sxm"),
+        ("NVIDIA A100-SXM4-40GB", "a100-40gb-sxm"),
+        ("NVIDIA B200", "b200"),
+        ("NVIDIA L4", "l4"),
+    ],
+)
+def test_match_gpu_reads_torch_device_names(device_name, key):
+    assert records.match_gpu(device_name).key == key
+
+
+@pytest.mark.parametrize("device_name", ["NVIDIA H100 NVL", "NVIDIA A100 80GB PCIe", "NVIDIA GeForce RTX 4090"])
+def test_match_gpu_refuses_parts_the_registry_does_not_hold(device_name):
+    with pytest.raises(ValueError, match="not in the registry"):
+        records.match_gpu(device_name)
+
+
+# --------------------------------------------------------------------------- chapters
+
+
+def test_targets_report_met_and_missed():
+    targets = {t.name: t for t in records.check_targets(records.validate_record(_record()))}
+    assert targets["copy bandwidth"].value == pytest.approx(0.8333, rel=1e-3)  # 4.0 / 4.8 TB/s
+    assert not targets["copy bandwidth"].met  # below 90 %
+    assert targets["bf16 GEMM"].value == pytest.approx(0.7408, rel=1e-3)  # 733.0 / 989.5
+    assert not targets["bf16 GEMM"].met  # below 80 %
+    assert targets["bias_gelu bandwidth"].value == pytest.approx(0.9)  # 4.0 / 4.44 TB/s
+    assert targets["bias_gelu bandwidth"].met
+    assert targets["bias_gelu prediction"].value == pytest.approx(0.111, rel=1e-2)  # 1.2 vs 1.08 ms
+    assert targets["bias_gelu prediction"].met  # within 15 %
+
+
+def test_side_by_side_puts_live_numbers_beside_the_record():
+    rec = records.validate_record(_record())
+    live = records.KernelMeasurement.from_dict(_record(**{"kernels.0.seconds": 1.3e-3})["kernels"][0])
+    (row,) = records.side_by_side(rec, [live])
+    assert row["recorded_seconds"] == 1.2e-3
+    assert row["live_seconds"] == 1.3e-3
+    assert row["live_bytes_per_s"] == pytest.approx(3.692e12, rel=1e-3)  # 4.8e9 / 1.3e-3
+    (row,) = records.side_by_side(rec)
+    assert row["live_seconds"] is None  # no GPU here: an empty cell
+    with pytest.raises(TypeError, match="KernelMeasurement"):
+        records.side_by_side(rec, [{"name": "bias_gelu"}])
+
+
+def test_live_gpu_falls_back_to_the_record_unless_a_gpu_run_requires_one(monkeypatch):
+    from roofline_lib import measure
+
+    monkeypatch.setattr(measure, "has_cuda", lambda: False)
+    monkeypatch.delenv(records.REQUIRE_GPU_ENV, raising=False)
+    assert records.live_gpu() is False
+    monkeypatch.setenv(records.REQUIRE_GPU_ENV, "1")
+    with pytest.raises(RuntimeError, match="would have been skipped"):
+        records.live_gpu()
+    monkeypatch.setattr(measure, "has_cuda", lambda: True)
+    assert records.live_gpu() is True
+
+
+def test_every_committed_record_is_valid_and_nothing_else_is_json():
+    folder = records.MEASUREMENTS_DIR
+    assert (folder / "README.md").exists()
+    for path in folder.iterdir():
+        assert path.suffix in (".json", ".md"), f"unexpected file {path.name} in {folder}"
+    for rec in records.list_records():  # raises on any malformed or implausible file
+        assert records.record_path(rec.gpu).exists(), f"{rec.gpu}'s record must be named {rec.gpu}.json"
+
+
+_TIMES_GPU_KERNELS = re.compile(r"roofline_lib\.kernels|from roofline_lib import [^\n]*\bkernels\b|run_demo\(")
+
+
+def test_chapters_that_time_gpu_kernels_show_the_record():
+    # A chapter that times the Triton demos must show the recorded run (with its provenance label)
+    # so that a reader without a GPU still sees real numbers, and must ask live_gpu() before it
+    # times anything live.
+    for path in sorted((ROOT / "notebooks").glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        if _TIMES_GPU_KERNELS.search(text):
+            assert "latest_record" in text or "list_records" in text, f"{path.name} times kernels but never shows the record"
+            assert ".label" in text, f"{path.name} shows recorded numbers without their provenance label"
+            assert "live_gpu()" in text, f"{path.name} must ask records.live_gpu() before timing live"
+
+
+# --------------------------------------------------------------------------- tools/gpu_check.py on a CPU
+
+
+def _gpu_check():
+    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "tools" / "gpu_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def gpu_check():
+    return _gpu_check()
+
+
+def test_gpu_check_refuses_a_machine_without_cuda():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the refusal cannot be shown here")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_check.py"), "--out", "/nonexistent"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "gpu-check cannot run here" in done.stderr
+    assert "CPU build" in done.stderr or "no CUDA GPU" in done.stderr
+
+
+def test_gpu_check_refuses_the_triton_interpreter(gpu_check, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert "TRITON_INTERPRET" in gpu_check.no_gpu_reason()
+    assert gpu_check.main(["--out", "/nonexistent"]) == 2
+
+
+def test_gpu_check_reads_nvidia_smi_rows(gpu_check):
+    fields = ["clocks.sm", "clocks.mem", "clocks.max.sm"]
+    row = gpu_check.parse_smi_row("1980, 3201, [N/A]\n", fields)
+    assert row == {"clocks.sm": "1980", "clocks.mem": "3201"}  # unreadable values are left out
+    assert gpu_check.parse_smi_row("", fields) == {}
+
+
+def test_gpu_check_counts_junit_reports(gpu_check, tmp_path):
+    report = tmp_path / "r.xml"
+    report.write_text('<testsuites><testsuite tests="10" failures="1" errors="1" skipped="2"/></testsuites>')
+    assert gpu_check.junit_counts(report) == {"passed": 6, "failed": 2, "skipped": 2}  # 10 - 2 - 2
+
+
+def test_gpu_check_is_strict_only_where_a_reference_record_exists(gpu_check, tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "01_a.md").write_text("x")
+    (tmp_path / "notebooks" / "02_b.md").write_text("x")
+    (tmp_path / "tests" / "records" / "notebooks").mkdir(parents=True)
+    (tmp_path / "tests" / "records" / "notebooks" / "01_a.ipynb").write_text("{}")
+    strict, lax = gpu_check.split_notebooks(tmp_path)
+    assert strict == ["notebooks/01_a.md"]
+    assert lax == ["notebooks/02_b.md"]
+
+
+def test_gpu_check_measurements_run_on_a_cpu_at_small_sizes(gpu_check):
+    # The same code the GPU runs, on the CPU with small sizes: it builds valid record parts.
+    import torch
+
+    copy = gpu_check.measure_copy(torch, device="cpu", buffer_bytes=1_000_000)
+    assert copy.buffer_bytes == 1_000_000  # 250,000 fp32 elements * 4 bytes
+    assert copy.best_seconds <= copy.seconds
+    rows = gpu_check.gemm_sweep(torch, "bf16", sizes=(32,), device="cpu")
+    rows += gpu_check.gemm_sweep(torch, "fp8", sizes=(32,), device="cpu")  # torch._scaled_mm runs on a CPU too
+    assert [(g.precision, g.flops) for g in rows] == [("bf16", 65536), ("fp8", 65536)]  # 2 * 32**3
+    with pytest.raises(ValueError, match="precision"):
+        gpu_check.gemm_sweep(torch, "int4", sizes=(32,), device="cpu")
+
+
+def test_gpu_check_summary_lists_every_part_and_the_targets(gpu_check):
+    text = gpu_check.summary(records.validate_record(_record()))
+    assert "Recorded on NVIDIA H200" in text
+    assert "copy" in text and "gemm" in text and "bias_gelu" in text
+    assert "[MISS] copy bandwidth" in text and "[met ] bias_gelu bandwidth" in text
