@@ -17,7 +17,7 @@ EXPLORERS = [widgets.roofline_explorer, widgets.decode_explorer, widgets.flop_sh
              widgets.mfu_explorer]
 
 
-def _fastest_redraw(explorer, n=3) -> float:
+def _fastest_redraw(explorer, n=5) -> float:
     return min(explorer.update() for _ in range(n))  # min of 3: the machine's noise, not ours
 
 
