@@ -9,11 +9,12 @@ STAMP  := $(VENV)/.installed
 BUILD  := _build/html
 JB_STRICT := --all -W -n --keep-going
 
-.PHONY: help install book test unit nbval build-strict lab serve grade gpu-check clean
+.PHONY: help install browser book test unit nbval build-strict site-test lab serve grade gpu-check clean
 
 help:
 	@echo "make book     install if needed, execute every notebook, build the site into $(BUILD)"
 	@echo "make test     install if needed, then unit tests + nbval over every notebook + strict book build"
+	@echo "              + the site in a real browser with no network (installs Debian's chromium if missing)"
 	@echo "make lab      open the notebooks in JupyterLab (jupytext opens the .md files as notebooks)"
 	@echo "make serve    serve the built site on http://127.0.0.1:8000"
 	@echo "make grade    grade your answers in exercises/"
@@ -34,13 +35,22 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 
 install: $(STAMP)
 
+# The site test drives Debian's chromium through the playwright package (pinned in
+# requirements.txt); it never downloads a browser of its own (no `playwright install`).
+CHROMIUM_APT := DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "==> installing Debian's chromium for the site test"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update && $(CHROMIUM_APT); \
+	  else sudo apt-get update && sudo $(CHROMIUM_APT); fi; }
+
 book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . --keep-going
 	@echo
 	@echo "==> The site is built. Open $(CURDIR)/$(BUILD)/index.html in a browser, or run 'make serve'."
 
 unit: $(STAMP)
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests -q --ignore=tests/test_site.py
 
 nbval: $(STAMP)
 	$(PY) -m pytest --nbval-lax --sanitize-with tests/nbval_sanitize.cfg -q notebooks exercises solutions
@@ -48,13 +58,19 @@ nbval: $(STAMP)
 build-strict: $(STAMP)
 	$(VENV)/bin/jupyter-book build . $(JB_STRICT)
 
-test: $(STAMP)
-	@echo "==> 1/3 unit tests"
-	$(PY) -m pytest tests -q
-	@echo "==> 2/3 nbval over every notebook"
+# The built site in chromium, offline: needs _build/html (make book or make build-strict first).
+site-test: $(STAMP) browser
+	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_site.py -q
+
+test: $(STAMP) browser
+	@echo "==> 1/4 unit tests"
+	$(PY) -m pytest tests -q --ignore=tests/test_site.py
+	@echo "==> 2/4 nbval over every notebook"
 	$(PY) -m pytest --nbval-lax --sanitize-with tests/nbval_sanitize.cfg -q notebooks exercises solutions
-	@echo "==> 3/3 strict book build (any warning or failing cell fails)"
+	@echo "==> 3/4 strict book build (any warning or failing cell fails)"
 	$(VENV)/bin/jupyter-book build . $(JB_STRICT)
+	@echo "==> 4/4 the built site in chromium, with every request to another host refused"
+	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_site.py -q
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks
@@ -65,6 +81,11 @@ serve: $(STAMP)
 
 grade: $(STAMP)
 	$(VENV)/bin/roofline grade exercises/*.md
+
+# CUDA machines only: re-run every notebook on the GPU, measure its ceilings, time the Triton
+# demos, and write book/data/measurements/<gpu>.json (exit 2 with a reason where there is no GPU).
+gpu-check: $(STAMP)
+	$(PY) tools/gpu_check.py
 
 clean:
 	rm -rf _build .jupyter_cache

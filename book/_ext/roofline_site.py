@@ -1,0 +1,89 @@
+"""Sphinx glue for The Roofline Course's website: one registry, no CDN.
+
+* On ``builder-inited`` it writes ``_static/roofline-registry.js`` (``window.ROOFLINE_REGISTRY``)
+  from :func:`roofline_lib.export.write_registry_js`, so the live explorer in the pages reads the
+  very numbers the library uses. Nothing hand-written holds a copy.
+* On ``html-page-context`` it adds the registry, ``roofline-explorer.js`` and its CSS to the pages
+  that contain an explorer (an element with class ``roofline-explorer``) and to no other page.
+  The script checks for the element as well, so it is harmless wherever it lands.
+* On ``config-inited`` it keeps the theme from drawing a second search box in a top bar.
+* On ``html-page-context`` it also drops repeated copies of the same inline script. Extensions
+  that add a body-only script (sphinx-thebe's ``const THEBE_JS_URL = ...``) get it registered twice
+  by Sphinx 7.4 (once as ``None``, once as ``''``), and a repeated ``const`` is a page error.
+
+The vendored widget and MathJax files are wired up in ``_config.yml`` (``html_extra_path``,
+``mathjax_path``, ``nb_ipywidgets_js``); see ``book/_extra/vendor/README.md``.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+REGISTRY_JS = "roofline-registry.js"
+EXPLORER_JS = "roofline-explorer.js"
+EXPLORER_CSS = "roofline-explorer.css"
+
+_EXPLORER = re.compile(r"""class=["'](?:[^"']*\s)?roofline-explorer(?:\s[^"']*)?["']""")
+
+
+def has_explorer(html: str) -> bool:
+    """True when a page's body holds an element with the class ``roofline-explorer``."""
+    return bool(_EXPLORER.search(html))
+
+
+def write_registry(app) -> None:
+    """Write the registry script into the output's ``_static`` folder (HTML builders only)."""
+    if app.builder.format != "html":
+        return
+    from roofline_lib.export import write_registry_js
+
+    static = Path(app.outdir) / "_static"
+    static.mkdir(parents=True, exist_ok=True)
+    write_registry_js(static / REGISTRY_JS)
+
+
+def _asset_key(asset):
+    attributes = tuple(sorted((k, str(v)) for k, v in asset.attributes.items()))
+    return os.fspath(asset.filename or ""), attributes
+
+
+def drop_repeated_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Keep the first of several identical script (or style) entries of a page."""
+    for name in ("script_files", "css_files"):
+        assets = context.get(name)
+        if not isinstance(assets, list):
+            continue
+        seen, unique = set(), []
+        for asset in assets:
+            key = _asset_key(asset) if hasattr(asset, "attributes") else (str(asset), ())
+            if key not in seen:
+                seen.add(key)
+                unique.append(asset)
+        assets[:] = unique  # the same list the template reads; Sphinx resets it for the next page
+
+
+def add_explorer_assets(app, pagename, templatename, context, doctree) -> None:
+    """Load the explorer's files on the pages that show an explorer."""
+    if app.builder.format != "html" or not has_explorer(context.get("body", "")):
+        return
+    app.add_css_file(EXPLORER_CSS)
+    app.add_js_file(REGISTRY_JS)
+    app.add_js_file(EXPLORER_JS)
+
+
+def theme_options(app, config) -> None:
+    """Keep the search box where the book theme puts it, in the sidebar, and only there.
+
+    pydata-sphinx-theme 0.17 adds a search field in a top bar unless ``navbar_persistent`` is
+    set; under sphinx-book-theme that draws a second, empty-looking header above every page.
+    """
+    config.html_theme_options.setdefault("navbar_persistent", [])
+
+
+def setup(app):
+    app.connect("config-inited", theme_options)
+    app.connect("builder-inited", write_registry)
+    app.connect("html-page-context", add_explorer_assets)
+    app.connect("html-page-context", drop_repeated_scripts, priority=900)  # after the others
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

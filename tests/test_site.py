@@ -1,0 +1,423 @@
+"""The website as readers meet it: the built book in a real browser, with no network.
+
+The site in ``_build/html`` is served on 127.0.0.1 and opened in Debian's ``chromium``, driven by
+the ``playwright`` package through its executable path (never ``playwright install``). Every
+request to another host is aborted and counted as a failure, so a page that still reaches for a
+CDN (a script, a style sheet, a font, MathJax, the widget manager) fails here rather than on a
+reader's firewalled laptop.
+
+This module builds nothing. ``make test`` builds the book, then runs it with
+``ROOFLINE_SITE_REQUIRED=1``; run alone without a built site it skips and says why.
+Screenshots of the landing page and chapter 1 land in ``_build/screenshots/``.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import re
+import shutil
+import threading
+from html.parser import HTMLParser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+import roofline_lib as rl
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(os.environ.get("ROOFLINE_SITE_DIR", ROOT / "_build" / "html"))
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+CHAPTER_1 = "notebooks/01_two_speed_limits.html"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+NOT_PAGES = ("_static", "_sources", "_images", "vendor", "reports")  # assets, not pages
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    if (SITE / "index.html").exists():
+        return SITE
+    if os.environ.get("ROOFLINE_SITE_REQUIRED"):
+        pytest.fail(f"no built site at {SITE}: `make test` builds the book before this test; "
+                    "the build must have failed")
+    pytest.skip("no built site in _build/html; run `make book` first (`make test` builds it and "
+                "sets ROOFLINE_SITE_REQUIRED so that this test cannot be skipped there)")
+
+
+def _pages(site: Path) -> list[str]:
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
+                  if p.relative_to(site).parts[0] not in NOT_PAGES)
+
+
+@pytest.fixture(scope="module")
+def pages(site) -> list[str]:
+    found = _pages(site)
+    assert CHAPTER_1 in found and "search.html" in found, found
+    return found
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output for failures
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser(site):
+    if not Path(CHROMIUM).exists() and not shutil.which(CHROMIUM):
+        pytest.fail(f"no chromium at {CHROMIUM}; `make browser` installs Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    try:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+    finally:
+        pw.stop()
+
+
+class Visit:
+    """One page opened with every off-host request aborted and every problem written down."""
+
+    def __init__(self, browser, base: str, path: str):
+        self.path = path
+        self.problems: list[str] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context.route("**/*", self._route)
+        self._host = urlsplit(base).netloc
+        self.page = self.context.new_page()
+        page = self.page
+        page.on("console", lambda m: m.type == "error" and self.problems.append(f"console error: {m.text}"))
+        page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        page.on("requestfailed", self._failed)
+        page.on("response", lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"))
+        page.goto(f"{base}/{path}", wait_until="networkidle")
+        # MathJax typesets after load and then asks for its fonts: wait for both to finish.
+        page.evaluate("""async () => {
+            if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+            await document.fonts.ready;
+        }""")
+        page.wait_for_load_state("networkidle")
+
+    def _route(self, route):
+        host = urlsplit(route.request.url).netloc
+        if route.request.url.startswith(("data:", "blob:")) or host == self._host:
+            route.continue_()
+        else:
+            self.problems.append(f"request to another host (aborted): {route.request.url}")
+            route.abort()
+
+    def _failed(self, request):
+        if urlsplit(request.url).netloc == self._host:
+            self.problems.append(f"failed request: {request.url} ({request.failure})")
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def visit(browser, server):
+    opened: list[Visit] = []
+
+    def _open(path: str) -> Visit:
+        v = Visit(browser, server, path)
+        opened.append(v)
+        return v
+
+    yield _open
+    for v in opened:
+        v.close()
+
+
+# --------------------------------------------------------------------------- the static HTML
+
+
+class _Assets(HTMLParser):
+    """Collect what a page makes the browser load (not what it merely links to) and its images."""
+
+    LOADS = {"script": "src", "img": "src", "iframe": "src", "embed": "src", "source": "src",
+             "audio": "src", "video": "src", "object": "data", "track": "src"}
+
+    def __init__(self):
+        super().__init__()
+        self.loads: list[str] = []
+        self.images: list[dict] = []
+        self.styles: list[str] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in self.LOADS and a.get(self.LOADS[tag]):
+            self.loads.append(a[self.LOADS[tag]])
+        if tag == "img":
+            self.images.append(a)
+        if tag == "link" and (a.get("rel") or "") not in ("canonical", "alternate", "index", "search",
+                                                         "next", "prev", "author", "license"):
+            self.loads.append(a.get("href") or "")
+        if a.get("style"):
+            self.styles.append(a["style"])
+        self._in_style = tag == "style"
+
+    def handle_endtag(self, tag):
+        self._in_style = False
+
+    def handle_data(self, data):
+        if self._in_style:
+            self.styles.append(data)
+
+
+_REMOTE = re.compile(r"^(https?:)?//", re.I)
+_CSS_REMOTE = re.compile(r"""(url\(\s*["']?|@import\s+["'])(https?:)?//""", re.I)
+_CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+
+
+def _parse(site: Path, page: str) -> _Assets:
+    parser = _Assets()
+    parser.feed((site / page).read_text(encoding="utf-8"))
+    return parser
+
+
+def test_no_built_page_loads_anything_from_another_host(site, pages):
+    offenders = []
+    for page in pages:
+        parsed = _parse(site, page)
+        offenders += [f"{page}: {url}" for url in parsed.loads if _REMOTE.match(url)]
+        offenders += [f"{page}: inline style {s[:80]!r}" for s in parsed.styles if _CSS_REMOTE.search(s)]
+    for css in [*site.glob("_static/**/*.css"), *site.glob("vendor/**/*.css")]:
+        if _CSS_REMOTE.search(_CSS_COMMENT.sub("", css.read_text(encoding="utf-8", errors="replace"))):
+            offenders.append(f"{css.relative_to(site)}: url() or @import of another host")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_widget_manager_loads_only_where_widgets_are(site, pages):
+    embed = re.compile(r"""<script[^>]*src=["'][^"']*vendor/html-manager/embed\.js""")
+    for page in pages:
+        text = (site / page).read_text(encoding="utf-8")
+        has_widgets = WIDGET_VIEW in text
+        # one copy on a page with widgets (two copies would draw every slider twice), none elsewhere
+        assert len(embed.findall(text)) == (1 if has_widgets else 0), page
+
+
+def test_figures_carry_alt_text(site, pages):
+    """An image's alt must describe it; Sphinx's fallback (the file's own path) does not count."""
+    missing = []
+    for page in pages:
+        for img in _parse(site, page).images:
+            alt, src = (img.get("alt") or "").strip(), img.get("src") or ""
+            if not alt or alt == src or Path(alt).name == Path(src).name:
+                missing.append(f"{page}: <img src={src!r} alt={alt!r}>")
+    assert not missing, "figures without alt text (set it in the cell's `mystnb: image: alt:` " \
+                        "metadata or the figure's :alt: option):\n" + "\n".join(missing)
+
+
+def test_landing_page_says_what_the_course_is_and_where_numbers_come_from(site):
+    text = re.sub(r"<[^>]+>", " ", (site / "book" / "index.html").read_text(encoding="utf-8"))
+    text = " ".join(text.split())
+    assert "roofline" in text.lower()
+    assert "Three ways to use it" in text
+    for way in ("Read it as a website", "Work through the notebooks", "Grade your exercise answers"):
+        assert way in text, way
+    assert "Where the hardware numbers come from" in text and "datasheet" in text
+
+
+# --------------------------------------------------------------------------- in the browser
+
+
+def test_every_page_loads_offline_with_no_errors(visit, pages):
+    problems = []
+    for page in pages:
+        v = visit(page)
+        problems += [f"{page}: {p}" for p in v.problems]
+        v.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_chapter_widgets_render_once(visit, site, pages):
+    widget_pages = [p for p in pages if WIDGET_VIEW in (site / p).read_text(encoding="utf-8")]
+    assert CHAPTER_1 in widget_pages, "chapter 1's ipywidgets explorer lost its saved widget state"
+    for page in widget_pages:
+        v = visit(page)
+        views = v.page.locator(f'script[type="{WIDGET_VIEW}"]')
+        n_views = views.count()
+        # the manager puts one drawn widget right before each view script
+        v.page.wait_for_function(
+            "n => document.querySelectorAll('.widget-subarea').length >= n", arg=n_views, timeout=15000)
+        drawn = v.page.evaluate(f"""() => Array.from(
+            document.querySelectorAll('script[type="{WIDGET_VIEW}"]'),
+            s => {{
+                let n = 0, el = s.previousElementSibling;
+                while (el && el.classList.contains('widget-subarea')) {{ n++; el = el.previousElementSibling; }}
+                const area = s.previousElementSibling;
+                return [n, area ? area.querySelectorAll('.jupyter-widgets').length : 0];
+            }})""")
+        assert all(n == 1 for n, _ in drawn), f"{page}: drawn copies per widget {drawn}"
+        assert all(parts > 0 for _, parts in drawn), f"{page}: a widget area is empty {drawn}"
+        assert v.page.locator(".widget-subarea").count() == n_views, page
+        assert v.page.locator(".widget-slider, .widget-hslider").count() >= 1, page
+        assert not v.problems, "\n".join(v.problems)
+
+
+def test_math_is_typeset_by_the_vendored_mathjax(visit):
+    v = visit(CHAPTER_1)
+    src = v.page.evaluate("document.querySelector('script[src*=\"tex-mml-chtml\"]').src")
+    assert "/vendor/mathjax/" in src, src
+    assert v.page.locator("mjx-container").count() >= 2  # the ridge-point and roofline equations
+    assert not v.problems, "\n".join(v.problems)
+
+
+def _sig3_close(shown: str, expected: float) -> bool:
+    """Does a readout printed to 3 significant digits agree with the library's value?"""
+    value = float(shown.replace(",", ""))
+    if expected == 0:
+        return value == 0
+    half_step = 0.5 * 10 ** (math.floor(math.log10(abs(expected))) - 2)  # half a unit in the 3rd digit
+    return abs(value - expected) <= half_step * (1 + 1e-9)
+
+
+def _leading_number(text: str) -> str:
+    return re.match(r"\s*([-\d.,]+)", text).group(1)
+
+
+def _check_explorer(explorer) -> dict:
+    """Compare every readout of one explorer with roofline_lib; return what it showed."""
+    gpu = explorer.get_attribute("data-current-gpu")
+    precision = explorer.get_attribute("data-current-precision")
+    shown = {dd.get_attribute("data-quantity"): (dd.get_attribute("data-value"), dd.inner_text())
+             for dd in explorer.locator("dd").all()}
+    spec = rl.gpu(gpu)
+    if explorer.get_attribute("data-mode") == "decode":
+        n_params = float(explorer.locator("select[name=n_params]").input_value())
+        batch = int(explorer.locator("output").inner_text())
+        d = rl.decode_roofline(n_params, gpu, bytes_per_param=rl.bytes_per_element(precision),
+                               precision=precision, batch=batch)
+        expected = {
+            "weight_bytes": (d.weight_bytes, 1e9),  # shown in GB
+            "memory_seconds": (d.memory_seconds, 1e-3),  # shown in ms
+            "compute_seconds": (d.compute_seconds, 1e-3),
+            "tokens_per_s": (d.tokens_per_s, 1),
+            "tokens_per_s_per_sequence": (d.tokens_per_s / batch, 1),
+        }
+        bound = d.bound
+    else:
+        intensity = float(shown["intensity"][0])
+        assert float(_leading_number(shown["intensity"][1]).replace(",", "")) == intensity
+        expected = {
+            "peak_flops_per_s": (spec.peak_flops_per_s(precision), 1e12),  # shown in TFLOP/s
+            "hbm_bytes_per_s": (spec.hbm_bytes_per_s, 1e12),  # TB/s
+            "ridge_flops_per_byte": (rl.ridge_point(spec, precision), 1),
+            "attainable_flops_per_s": (rl.attainable_flops_per_s(intensity, spec, precision), 1e12),
+        }
+        bound = "memory" if intensity < rl.ridge_point(spec, precision) else "compute"
+    for name, (value, unit) in expected.items():
+        raw, text = shown[name]
+        assert math.isclose(float(raw), value, rel_tol=1e-12), (name, raw, value)
+        assert _sig3_close(_leading_number(text), value / unit), (name, text, value / unit)
+    assert shown["bound"][0] == bound
+    return {name: text for name, (_, text) in shown.items()}
+
+
+def test_every_explorer_agrees_with_the_library(visit, site, pages):
+    explorer_pages = [p for p in pages if "roofline-explorer" in (site / p).read_text(encoding="utf-8")]
+    assert CHAPTER_1 in explorer_pages
+    for page in explorer_pages:
+        v = visit(page)
+        explorers = v.page.locator(".roofline-explorer[data-roofline-mounted]")
+        assert explorers.count() == v.page.locator(".roofline-explorer").count() >= 1, page
+        for i in range(explorers.count()):
+            _check_explorer(explorers.nth(i))
+        assert not v.problems, "\n".join(v.problems)
+
+
+def test_explorer_updates_when_its_controls_move(visit):
+    v = visit(CHAPTER_1)
+    explorer = v.page.locator('.roofline-explorer[data-mode="intensity"]').first
+    attainable = explorer.locator('dd[data-quantity="attainable_flops_per_s"]')
+    assert explorer.get_attribute("data-current-gpu") == rl.gpu("A100").key
+    # At 10 FLOP/byte the A100 is memory-bound: 2.039e12 B/s * 10 = 20.39e12 -> "20.4 TFLOP/s"
+    assert attainable.inner_text() == "20.4 TFLOP/s"
+    explorer.locator('input[name="intensity"]').fill("3")  # 10**3 = 1000 FLOP/byte, past the ridge
+    # past the A100's bf16 ridge (153) the flat roof binds: 312 TFLOP/s
+    assert attainable.inner_text() == "312 TFLOP/s"
+    assert explorer.locator('dd[data-quantity="bound"]').get_attribute("data-value") == "compute"
+    explorer.locator('select[name="gpu"]').select_option(rl.gpu("H100").key)
+    assert attainable.inner_text() == "990 TFLOP/s"  # H100 SXM dense bf16: 1979 / 2 = 989.5 -> 990
+    explorer.locator('select[name="precision"]').select_option("fp8")
+    _check_explorer(explorer)
+    # a chip without fp8 falls back to bf16 instead of inventing a roof
+    explorer.locator('select[name="gpu"]').select_option(rl.gpu("A100").key)
+    assert explorer.get_attribute("data-current-precision") == "bf16"
+    _check_explorer(explorer)
+    assert not v.problems, "\n".join(v.problems)
+
+
+def test_search_returns_results(visit):
+    v = visit("search.html?q=ridge")
+    results = v.page.locator("#search-results ul.search li")
+    results.first.wait_for(timeout=15000)
+    assert results.count() >= 1
+    assert any("speed limits" in t.lower() for t in results.all_inner_texts())
+    assert not v.problems, "\n".join(v.problems)
+
+
+def test_footer_shows_the_year_and_the_authors(visit):
+    v = visit("book/index.html")
+    footer = " ".join(v.page.locator("footer").all_inner_texts())
+    assert "The Roofline Course authors" in footer
+    assert "2026" in footer
+    assert not v.problems
+
+
+def test_screenshots_of_the_landing_page_and_chapter_1(visit):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for path, name in (("book/index.html", "landing.png"), (CHAPTER_1, "chapter-01.png")):
+        v = visit(path)
+        if path == CHAPTER_1:  # bring the live explorer into the shot
+            v.page.locator(".roofline-explorer").first.scroll_into_view_if_needed()
+        target = SHOTS / name
+        v.page.screenshot(path=str(target), full_page=False)
+        assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and target.stat().st_size > 10_000
+        assert not v.problems, "\n".join(v.problems)
+
+
+def test_explorer_works_from_a_file_url(browser, site):
+    """The registry is a script, not a fetched file, so the explorer also runs from disk."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((site / CHAPTER_1).resolve().as_uri(), wait_until="load")
+        explorer = page.locator(".roofline-explorer[data-roofline-mounted]").first
+        explorer.wait_for(timeout=10000)
+        assert explorer.locator('dd[data-quantity="ridge_flops_per_byte"]').inner_text() == "153 FLOP/byte"
+        assert not errors, errors
+    finally:
+        context.close()
