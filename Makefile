@@ -53,7 +53,7 @@ unit: $(STAMP)
 	$(PY) -m pytest tests -q --ignore=tests/test_site.py
 
 nbval: $(STAMP)
-	$(PY) -m pytest --nbval-lax --sanitize-with tests/nbval_sanitize.cfg -q notebooks exercises solutions
+	$(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -q notebooks exercises solutions
 
 build-strict: $(STAMP)
 	$(VENV)/bin/jupyter-book build . $(JB_STRICT)
@@ -66,7 +66,7 @@ test: $(STAMP) browser
 	@echo "==> 1/4 unit tests"
 	$(PY) -m pytest tests -q --ignore=tests/test_site.py
 	@echo "==> 2/4 nbval over every notebook"
-	$(PY) -m pytest --nbval-lax --sanitize-with tests/nbval_sanitize.cfg -q notebooks exercises solutions
+	$(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -q notebooks exercises solutions
 	@echo "==> 3/4 strict book build (any warning or failing cell fails)"
 	$(VENV)/bin/jupyter-book build . $(JB_STRICT)
 	@echo "==> 4/4 the built site in chromium, with every request to another host refused"

@@ -12,6 +12,9 @@ Layers, each importing only the ones above it:
     measure    -> timing (do_bench on CUDA, careful CPU fallback), this machine's ceilings
     plots      -> matplotlib rooflines
     widgets    -> ipywidgets explorers
+    diagnose   -> the playbook's triage: compute-, memory- or overhead-bound from a real profile
+    kernels    -> Triton demo kernels (fused element-wise, add+RMSNorm) with torch references
+    records    -> recorded GPU measurements with provenance (book/data/measurements/)
     export     -> JSON export of the registry for the static site
     grading    -> checks behind the autograded exercises
 
@@ -30,7 +33,8 @@ from .inference import __all__ as _inference_all
 from .training import *  # noqa: F401,F403
 from .training import __all__ as _training_all
 
-# audit (torch), measure, plots, widgets, export and grading are imported on demand:
+# audit (torch), measure, plots, widgets, diagnose, kernels, records, export and grading
+# are imported on demand:
 #   from roofline_lib import audit, measure, plots, widgets
 # so that `import roofline_lib` stays fast and light.
 

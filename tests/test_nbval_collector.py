@@ -1,0 +1,60 @@
+"""The conftest collector: nbval over jupytext notebooks, lax and strict with a reference record."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import conftest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER_1 = ROOT / "notebooks" / "01_two_speed_limits.md"
+
+
+def test_course_notebooks_are_recognised_and_others_are_not(tmp_path):
+    assert conftest._is_course_notebook(CHAPTER_1)
+    assert not conftest._is_course_notebook(ROOT / "README.md")  # not in a notebook folder
+    assert not conftest._is_course_notebook(ROOT / "book" / "index.md")
+    assert not conftest._is_course_notebook(tmp_path / "notebooks" / "x.md")  # outside the repo
+
+
+def test_reading_a_text_notebook_gives_its_code_cells():
+    nb = conftest.read_notebook(CHAPTER_1, with_record=False)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(not c.get("outputs") for c in code)  # text notebooks store no outputs
+    assert "import roofline_lib as rl" in code[0].source
+
+
+def test_strict_mode_takes_outputs_from_the_record():
+    nb = conftest.read_notebook(CHAPTER_1, with_record=True)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert any(c.outputs for c in code)  # the record's outputs were attached
+    assert all(c.execution_count is not None for c in code)
+
+
+def test_a_stale_record_is_refused_in_strict_mode_only(tmp_path, monkeypatch):
+    record = conftest.record_path(CHAPTER_1)
+    stale = nbformat.read(str(record), as_version=4)
+    first_code = next(c for c in stale.cells if c.cell_type == "code")
+    first_code.source += "\nprint('edited')"
+    fake_records = tmp_path / "records"
+    target = fake_records / record.relative_to(conftest.RECORDS)
+    target.parent.mkdir(parents=True)
+    nbformat.write(stale, str(target))
+    monkeypatch.setattr(conftest, "RECORDS", fake_records)
+    with pytest.raises(pytest.UsageError, match="is stale"):
+        conftest.read_notebook(CHAPTER_1, with_record=True)
+    conftest.read_notebook(CHAPTER_1, with_record=False)  # lax mode does not look at it
+
+
+@pytest.mark.slow
+def test_strict_nbval_passes_on_chapter_1_against_its_record():
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "no:cacheprovider",
+         "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-q", str(CHAPTER_1.relative_to(ROOT))],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert " passed" in run.stdout and "failed" not in run.stdout
