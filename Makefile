@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 BUILD  := _build/html
 JB_STRICT := --all -W -n --keep-going
 
-.PHONY: help install browser book test unit nbval build-strict site-test lab serve grade gpu-check clean
+.PHONY: help install browser book test unit nbval build-strict site-test record lab serve grade gpu-check clean
 
 help:
 	@echo "make book     install if needed, execute every notebook, build the site into $(BUILD)"
@@ -71,6 +71,11 @@ test: $(STAMP) browser
 	$(VENV)/bin/jupyter-book build . $(JB_STRICT)
 	@echo "==> 4/4 the built site in chromium, with every request to another host refused"
 	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_site.py -q
+
+# Re-write the reference records that strict nbval compares against (after changing such a notebook).
+record: $(STAMP)
+	@for rec in $$(cd tests/records && find . -name '*.ipynb' | sed 's|^\./||; s|\.ipynb$$|.md|'); do \
+	  $(PY) tests/record_outputs.py $$rec; done
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks
