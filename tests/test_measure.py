@@ -240,3 +240,28 @@ def test_measured_point_rejects_bad_input(args, error, fragment):
 def test_measured_point_needs_measured_ceilings():
     with pytest.raises(TypeError, match="MeasuredCeilings"):
         measure.measured_point("k", 1e9, 1e9, 1.0, ceilings="A100")
+
+
+def test_best_of_keeps_the_fastest_rate_of_each_roof():
+    from dataclasses import replace
+
+    slow = MeasuredCeilings(bytes_per_s=30e9, flops_per_s=200e9, device_name="cpu x", precision="fp32",
+                            n_threads=2, date="2026-11-29T00:00:00+00:00", torch_version="2.13.0")
+    fast_copy = replace(slow, bytes_per_s=45e9, flops_per_s=150e9)
+    best = measure.best_of(slow, fast_copy)
+    assert best.bytes_per_s == 45e9  # the faster copy reading
+    assert best.flops_per_s == 200e9  # the faster matmul reading
+    assert best.ridge == pytest.approx(200e9 / 45e9)  # 4.44 FLOP/B
+
+
+def test_best_of_refuses_nothing_mixed_devices_and_other_types():
+    from dataclasses import replace
+
+    a = MeasuredCeilings(bytes_per_s=30e9, flops_per_s=200e9, device_name="cpu x", precision="fp32",
+                         n_threads=2, date="2026-11-29T00:00:00+00:00", torch_version="2.13.0")
+    with pytest.raises(ValueError, match="at least one"):
+        measure.best_of()
+    with pytest.raises(ValueError, match="one device only"):
+        measure.best_of(a, replace(a, device_name="another cpu"))
+    with pytest.raises(TypeError, match="MeasuredCeilings"):
+        measure.best_of(a, 3.0)
