@@ -110,7 +110,7 @@ def _figure() -> tuple[Figure, object]:
     fig = Figure(figsize=_FIGSIZE, dpi=_DPI)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.13, right=0.97, bottom=0.15, top=0.9)  # fixed: no layout pass per redraw
+    fig.subplots_adjust(left=0.13, right=0.94, bottom=0.15, top=0.9)  # fixed: no layout pass per redraw; room for the last tick label
     return fig, ax
 
 
