@@ -39,6 +39,8 @@ from .roofline import check_plausible
 __all__ = [
     "SCHEMA_VERSION",
     "MEASUREMENTS_DIR",
+    "MEASUREMENTS_DIR_ENV",
+    "describe_record",
     "REQUIRE_GPU_ENV",
     "REQUIRED_PROVENANCE",
     "RecordError",
@@ -716,8 +718,15 @@ def validate_record(data: Mapping) -> GPURecord:
     return record
 
 
+#: Points the record readers at another folder (tests, or a reader's own GPU runs).
+MEASUREMENTS_DIR_ENV = "ROOFLINE_MEASUREMENTS_DIR"
+
+
 def _directory(directory) -> Path:
-    return MEASUREMENTS_DIR if directory is None else Path(directory)
+    if directory is not None:
+        return Path(directory)
+    override = os.environ.get(MEASUREMENTS_DIR_ENV)
+    return Path(override) if override else MEASUREMENTS_DIR
 
 
 def record_path(gpu, directory=None) -> Path:
@@ -895,3 +904,28 @@ def check_targets(record: GPURecord) -> tuple[Target, ...]:
                 f"({error:+.1%}; band +/-{_PREDICTION_BAND:.0%})",
             ))
     return tuple(out)
+
+
+def describe_record(record: GPURecord) -> str:
+    """What a chapter shows of a recorded GPU run: its provenance first, then every roof and kernel.
+
+    Each rate is printed beside the roof it is judged against, so a reader sees both the number
+    and where it came from.
+    """
+    if not isinstance(record, GPURecord):
+        raise TypeError(f"record must be a GPURecord, got {type(record).__name__} {record!r}")
+    spec = record.spec
+    lines = [record.label]
+    copy_rate = record.copy.best_bytes_per_s
+    lines.append(f"copy: {copy_rate / 1e12:.3g} TB/s best, {copy_rate / spec.hbm_bytes_per_s:.0%} of the "
+                 f"datasheet {spec.hbm_bytes_per_s / 1e12:.3g} TB/s ({record.copy.method})")
+    for precision in sorted({g.precision for g in record.gemm}):
+        best = record.best_gemm(precision)
+        peak = spec.peak_flops_per_s(precision)
+        lines.append(f"{precision} GEMM {best.m}x{best.n}x{best.k}: {best.best_flops_per_s / 1e12:.4g} TFLOP/s, "
+                     f"{best.best_flops_per_s / peak:.0%} of the dense {peak / 1e12:.4g} TFLOP/s ({best.method})")
+    for k in record.kernels:
+        lines.append(f"kernel {k.name} {k.dtype} {'x'.join(map(str, k.shape))}: {k.seconds * 1e6:.4g} us "
+                     f"measured, {k.predicted_seconds * 1e6:.4g} us predicted")
+    lines.extend(str(target) for target in check_targets(record))
+    return "\n".join(lines)

@@ -426,3 +426,44 @@ def test_gpu_check_summary_lists_every_part_and_the_targets(gpu_check):
     assert "Recorded on NVIDIA H200" in text
     assert "copy" in text and "gemm" in text and "bias_gelu" in text
     assert "[MISS] copy bandwidth" in text and "[met ] bias_gelu bandwidth" in text
+
+
+def test_describe_record_leads_with_provenance_and_judges_every_rate():
+    text = records.describe_record(records.validate_record(_record()))
+    first, *rest = text.splitlines()
+    assert first.startswith("Recorded on NVIDIA H200") and "driver 570.00" in first and "2026-03-02" in first
+    # best copy: 2 * 2e9 bytes (read + write) / 0.9e-3 s = 4.44e12 B/s, 93 % of 4.8 TB/s
+    assert any(line.startswith("copy: 4.44 TB/s best, 93% of the datasheet 4.8 TB/s") for line in rest)
+    # best GEMM: 2 * 8192^3 / 1.4e-3 s = 785.4 TFLOP/s, 79 % of 989.5
+    assert any(line.startswith("bf16 GEMM 8192x8192x8192: 785.4 TFLOP/s, 79% of the dense 989.5") for line in rest)
+    assert any(line.startswith("kernel bias_gelu bf16 16384x8192: 1200 us measured, 1080 us predicted") for line in rest)
+    with pytest.raises(TypeError, match="GPURecord"):
+        records.describe_record({"gpu": "h200"})
+
+
+def _chapter_gpu_cell() -> str:
+    """The profiling chapter's cell that shows a live GPU run, the record, or an explanation."""
+    import jupytext
+
+    nb = jupytext.read(ROOT / "notebooks" / "06_profiling.md")
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "def recorded_gpu_run" in c.source]
+    return cell.source
+
+
+def test_the_profiling_chapter_shows_the_record_when_there_is_no_gpu(tmp_path, monkeypatch, capsys):
+    import roofline_lib as rl
+    from roofline_lib import measure
+
+    monkeypatch.setattr(measure, "has_cuda", lambda: False)
+    monkeypatch.delenv(records.REQUIRE_GPU_ENV, raising=False)
+    monkeypatch.setenv(records.MEASUREMENTS_DIR_ENV, str(tmp_path))
+    cell = _chapter_gpu_cell()
+
+    exec(cell, {"records": records, "rl": rl})  # an empty folder: the explanation, never an error
+    assert "no recorded GPU run yet" in capsys.readouterr().out
+
+    (tmp_path / "h200.json").write_text(json.dumps(_record()))
+    exec(cell, {"records": records, "rl": rl})
+    out = capsys.readouterr().out
+    assert out.startswith("Recorded on NVIDIA H200")  # provenance first
+    assert "bf16 GEMM 8192x8192x8192: 785.4 TFLOP/s" in out  # the recorded numbers themselves
