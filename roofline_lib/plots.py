@@ -322,15 +322,19 @@ def _draw(plan: _Plan, ax, *, legend_outside: bool) -> None:
             y_values.append(roof.peak)
             if lo < roof.ridge < hi:
                 ax.axvline(roof.ridge, color=roof.color, ls=":", lw=1, alpha=0.7)
-                ax.annotate(f"ridge {_num(roof.ridge)}", (roof.ridge, roof.peak / _TERA),
-                            xytext=(4, -12), textcoords="offset points", fontsize=8, color=roof.color)
+                # Along the foot of its dotted line, clear of the roofs and the kernel labels.
+                ax.annotate(f"ridge {_num(roof.ridge)}", (roof.ridge, 0.02), xycoords=("data", "axes fraction"),
+                            xytext=(-3, 0), textcoords="offset points", rotation=90, ha="right", va="bottom",
+                            fontsize=8, color=roof.color)
     for p in plan.points:
         filled = p.kind == "measured"
         ax.plot([p.intensity], [p.flops_per_s / _TERA], ls="none",
                 marker="o" if filled else "s", ms=7, color="black",
                 markerfacecolor="black" if filled else "white", zorder=5)
-        ax.annotate(p.label, (p.intensity, p.flops_per_s / _TERA), xytext=(6, -11 if filled else 4),
-                    textcoords="offset points", fontsize=8)
+        # Labels of points in the right third of the axis go to their left, away from the legend.
+        right = np.log(p.intensity / lo) > (2 / 3) * np.log(hi / lo)
+        ax.annotate(p.label, (p.intensity, p.flops_per_s / _TERA), xytext=(-6 if right else 6, -11 if filled else 4),
+                    textcoords="offset points", fontsize=8, ha="right" if right else "left")
         y_values.append(p.flops_per_s)
     ax.set_xscale("log")
     ax.set_yscale("log")
