@@ -1,12 +1,14 @@
-"""The website's roofline explorer (book/_static/roofline-explorer.js) against roofline_lib.
+"""The website's explorers (book/_static/roofline-explorer.js) against roofline_lib.
 
-The explorer re-states three formulas in JavaScript so that it can run in a static page with no
-kernel. These tests run that JavaScript on the registry ``roofline_lib.export`` writes, for every
-GPU and precision in the registry, and require the same numbers as the library:
+The explorers re-state the library's formulas in JavaScript so that they can run in a static page
+with no kernel. These tests run that JavaScript on the registry ``roofline_lib.export`` writes,
+for every GPU and precision in the registry, and require the same numbers as the library:
 
     ridge      = peak / bandwidth                        rl.ridge_point
     attainable = min(peak, bandwidth * intensity)        rl.attainable_flops_per_s
     decode     = batch / max(N b / bw, 2 N batch / peak)  rl.decode_roofline
+    MFU        = (6N or 6N + 6 L s d) * tokens/s / (n_gpus * peak), refused above 1   rl.mfu
+    forward    = L (8 d^2 + scores + FFN) + 2 d V, by component   rl.transformer_flops_per_token
 
 The JavaScript runs in ``node`` when it is installed, otherwise in the site test's chromium; with
 neither the module skips and says so.
@@ -41,6 +43,20 @@ function evaluateCases(X, cases) {
       if (c.op === "attainable") return X.attainableFlopsPerS(c.gpu, c.precision, c.intensity);
       if (c.op === "decode") return X.decodeCeiling(c.gpu, c.precision, c.n_params, c.batch);
       if (c.op === "sig3") return X.sig3(c.x);
+      if (c.op === "training_flops") {
+        return X.trainingFlopsPerToken(c.n_params, c.convention, c.n_layers, c.d_model, c.seq_len);
+      }
+      if (c.op === "mfu" || c.op === "mfu_parts") {
+        return X[c.op === "mfu" ? "mfu" : "mfuParts"](c.n_params, c.tokens_per_s, c.n_gpus, c.gpu,
+          c.precision, c.convention, c.n_layers, c.d_model, c.seq_len);
+      }
+      if (c.op === "flops") {
+        return X.transformerFlopsPerToken(c.d_model, c.d_ff, c.n_layers, c.seq_len, c.vocab, c.gated, c.causal);
+      }
+      if (c.op === "shares") {
+        return X.flopShares(c.d_model, c.seq_len, c.n_layers, c.vocab, c.ffn_ratio, c.gated, c.causal);
+      }
+      if (c.op === "format") return X[c.how](c.x, c.digits);
       throw new Error("unknown op " + c.op);
     } catch (err) {
       return { error: String(err.message) };
@@ -211,3 +227,200 @@ def test_the_extension_finds_explorers_by_their_class():
     assert has_explorer('<div class="wide roofline-explorer">')
     assert not has_explorer('<p class="roofline-explorer__title">')  # a part, not an explorer
     assert not has_explorer("&lt;div class=&quot;roofline-explorer&quot;&gt;")  # shown as code
+
+
+# --------------------------------------------------------------------------- MFU (chapter 5)
+
+_SHAPE = {"n_layers": 32, "d_model": 4096, "seq_len": 4096}  # Llama-2-7B's shape
+_CONVENTIONS = (("6N", {}), ("three-term", _SHAPE))
+
+
+def _library_mfu(case):
+    """rl.mfu for one case: the fraction, or the text of the error it raises."""
+    kwargs = {k: case[k] for k in ("n_layers", "d_model", "seq_len") if k in case}
+    try:
+        return rl.mfu(case["n_params"], case["tokens_per_s"], case["n_gpus"], case["gpu"],
+                      case["precision"], case["convention"], **kwargs)
+    except ValueError as exc:
+        return {"error": str(exc)}
+
+
+def _mfu_grid():
+    """Every GPU and precision, small to large models and runs, both conventions; many refused."""
+    cases = []
+    for key, spec in rl.registry().items():
+        for p in spec.precisions:
+            for n_params in (1.014e8, 6.7e9, 70e9):
+                for tokens_per_s in (1e3, 1e5, 1.5e6, 1e8):
+                    for n_gpus in (1, 8, 256, 16384):
+                        for convention, shape in _CONVENTIONS:
+                            cases.append({"op": "mfu", "gpu": key, "precision": p, "n_params": n_params,
+                                          "tokens_per_s": tokens_per_s, "n_gpus": n_gpus,
+                                          "convention": convention, **shape})
+    return cases
+
+
+def _same_to_3_digits(mine, lib) -> bool:
+    """The readouts print 3 significant digits: both must print the same."""
+    return f"{mine:.3g}" == f"{lib:.3g}" and math.isclose(mine, lib, rel_tol=1e-12)
+
+
+def test_mfu_matches_the_library_and_refuses_what_it_refuses(run_js):
+    cases = _mfu_grid()
+    got = run_js(cases)
+    expected = [_library_mfu(c) for c in cases]
+    refused = sum(isinstance(e, dict) for e in expected)
+    assert len(cases) > 3000 and 500 < refused < len(cases) - 500, refused  # both outcomes are tested
+    for case, mine, lib in zip(cases, got, expected):
+        if isinstance(lib, dict):
+            # the page shows this message instead of a number: the same words as the library's
+            assert mine == lib, (case, mine, lib)
+        else:
+            assert not isinstance(mine, dict), (case, mine)
+            assert _same_to_3_digits(mine, lib), (case, mine, lib)
+
+
+def test_mfu_steps_match_the_library(run_js):
+    cases = [{"op": "mfu_parts", "gpu": key, "precision": p, "n_params": 6.7e9, "tokens_per_s": 3e6,
+              "n_gpus": 256, "convention": convention, **shape}
+             for key, spec in rl.registry().items() for p in spec.precisions
+             for convention, shape in _CONVENTIONS]
+    for case, mine in zip(cases, run_js(cases)):
+        spec = rl.gpu(case["gpu"])
+        per_token = rl.training_flops_per_token(case["n_params"], convention=case["convention"],
+                                                **{k: case[k] for k in _SHAPE if k in case})
+        assert mine["flopsPerToken"] == per_token, case
+        assert mine["achievedFlopsPerS"] == per_token * 3e6, case
+        assert mine["peakFlopsPerS"] == 256 * spec.peak_flops_per_s(case["precision"]), case
+        assert mine["convention"] == case["convention"]
+
+
+def test_mfu_worked_example_and_its_refusal(run_js):
+    # chapter 5's start: 6.7e9 params at 1.5e6 tokens/s on 256 A100s in bf16
+    ok, too_fast = run_js([
+        {"op": "mfu", "gpu": "A100", "precision": "bf16", "n_params": 6.7e9, "tokens_per_s": r,
+         "n_gpus": 256, "convention": "6N"} for r in (1.5e6, 3e6)
+    ])
+    # 6 * 6.7e9 * 1.5e6 = 6.03e16 FLOP/s; 256 * 312e12 = 7.9872e16 FLOP/s; 6.03 / 7.9872 = 75.5 %
+    assert ok == pytest.approx(0.75496, rel=1e-4)
+    # twice the rate: 12.06e16 / 7.9872e16 = 151.0 %, refused with the usual causes named
+    assert too_fast["error"].startswith("MFU of 151.0% is impossible: 120.6 PFLOP/s against 256 x "
+                                        "A100 80GB SXM at a dense bf16 peak of 79.87 PFLOP/s; likely causes:")
+    assert "sparse (2:4) peak" in too_fast["error"] and "wrong GPU count" in too_fast["error"]
+
+
+def test_three_term_adds_the_score_work(run_js):
+    six_n, three_term = run_js([
+        {"op": "training_flops", "n_params": 6.7e9, "convention": "6N"},
+        {"op": "training_flops", "n_params": 6.7e9, "convention": "Three-Term", **_SHAPE},
+    ])
+    assert six_n == 40.2e9  # 6 * 6.7e9
+    assert three_term == 40.2e9 + 6 * 32 * 4096 * 4096  # + 3.221e9 = 43.42e9 FLOP per token
+
+
+def test_mfu_bad_input_is_refused_with_the_reason(run_js):
+    base = {"op": "mfu", "gpu": "A100", "precision": "bf16", "n_params": 6.7e9, "tokens_per_s": 1e6,
+            "n_gpus": 8, "convention": "6N"}
+    no_fp8, no_shape, bad_convention, zero_gpus, half_gpu, zero_rate = run_js([
+        {**base, "precision": "fp8"},
+        {**base, "convention": "three-term", "n_layers": 32},
+        {**base, "convention": "7N"},
+        {**base, "n_gpus": 0},
+        {**base, "n_gpus": 2.5},
+        {**base, "tokens_per_s": 0},
+    ])
+    assert "A100 80GB SXM has no fp8" in no_fp8["error"] and "bf16" in no_fp8["error"]
+    assert no_shape["error"].endswith("missing: d_model, seq_len")
+    assert "convention must be one of '6N', 'three-term'" in bad_convention["error"]
+    assert "n_gpus must be a positive whole number of GPUs" in zero_gpus["error"]
+    assert "n_gpus must be a positive whole number of GPUs" in half_gpu["error"]
+    assert "tokens_per_s must be a positive finite number of tokens per second" in zero_rate["error"]
+
+
+# --------------------------------------------------------------------------- FLOP shares (chapter 3)
+
+_SHARE_KEYS = {"ffn": "ffn_total", "qkvo": "qkvo_total", "scores": "scores_total", "unembed": "unembed"}
+
+
+def _shares_grid():
+    """The sliders' whole range (seq_len 2^7..2^17, d_model 2^8..2^14), three FFN widths, both flags."""
+    return [{"op": "shares", "d_model": 2**dk, "seq_len": 2**sk, "n_layers": 32, "vocab": 32000,
+             "ffn_ratio": ratio, "gated": gated, "causal": causal}
+            for dk in range(8, 15) for sk in range(7, 18) for ratio in (4.0, 11008 / 4096, 8 / 3)
+            for gated in (False, True) for causal in (True, False)]
+
+
+def test_flop_shares_match_the_library_over_the_sliders_range(run_js):
+    cases = _shares_grid()
+    got = run_js(cases)
+    assert len(got) == 7 * 11 * 3 * 2 * 2
+    for case, mine in zip(cases, got):
+        d_ff = max(1, round(case["ffn_ratio"] * case["d_model"]))  # what flop_share_explorer uses
+        lib = rl.transformer_flops_per_token(case["d_model"], d_ff, case["n_layers"], case["seq_len"],
+                                             case["vocab"], gated=case["gated"], causal=case["causal"])
+        assert mine["dFf"] == d_ff, case
+        assert mine["fwdPerToken"] == lib.fwd_per_token, case  # whole numbers, exactly
+        assert [mine["ffnTotal"], mine["qkvoTotal"], mine["scoresTotal"], mine["unembed"]] == \
+            [lib.ffn_total, lib.qkvo_total, lib.scores_total, lib.unembed], case
+        for js_key, lib_key in _SHARE_KEYS.items():
+            assert _same_to_3_digits(mine["shares"][js_key], lib.share(lib_key)), (case, js_key)
+        assert math.isclose(sum(mine["shares"].values()), 1.0, rel_tol=1e-12)
+
+
+def test_flop_shares_worked_example(run_js):
+    # chapter 3's start: Llama-2-7B, d = 4096, d_ff = 11008 (2.6875 d), 32 layers, V = 32000, s = 4096
+    (f,) = run_js([{"op": "shares", "d_model": 4096, "seq_len": 4096, "n_layers": 32, "vocab": 32000,
+                    "ffn_ratio": 2.6875, "gated": True, "causal": True}])
+    assert f["qkvoTotal"] == 32 * 8 * 4096**2 == 4_294_967_296
+    assert f["scoresTotal"] == 32 * 2 * 4096 * 4096 == 1_073_741_824  # causal: 2 s d per layer
+    assert f["ffnTotal"] == 32 * 6 * 4096 * 11008 == 8_657_043_456  # gated: three d x d_ff matrices
+    assert f["unembed"] == 2 * 4096 * 32000 == 262_144_000
+    assert f["fwdPerToken"] == 14_287_896_576  # the four added up: 14.3 GFLOP
+    assert round(100 * f["shares"]["ffn"], 1) == 60.6  # 8.657 / 14.288
+
+
+def test_flop_shares_at_long_context_belong_to_the_scores(run_js):
+    # d = 1024, d_ff = 4096, s = 131072: scores 2 s d = 268.4M per layer against 8 d^2 + 4 d d_ff
+    # = 25.2M: the scores take 268.4 / (268.4 + 25.2) = 91.4 % of the body, 90.8 % with the unembedding
+    (f,) = run_js([{"op": "shares", "d_model": 1024, "seq_len": 131072, "n_layers": 32, "vocab": 32000,
+                    "ffn_ratio": 4.0, "gated": False, "causal": True}])
+    assert round(100 * f["shares"]["scores"], 1) == 90.8
+
+
+def test_d_ff_rounds_like_python(run_js):
+    # round() sends an exact half to the even neighbour: 2.5 -> 2, 3.5 -> 4; and d_ff is at least 1
+    half_down, half_up, tiny = run_js([
+        {"op": "shares", "d_model": 1, "seq_len": 1, "n_layers": 1, "vocab": 1, "ffn_ratio": r,
+         "gated": False, "causal": False} for r in (2.5, 3.5, 0.1)
+    ])
+    assert (half_down["dFf"], half_up["dFf"], tiny["dFf"]) == (2, 4, 1)
+
+
+def test_flops_bad_input_is_refused_with_the_reason(run_js):
+    base = {"op": "flops", "d_model": 64, "d_ff": 256, "n_layers": 2, "seq_len": 16, "vocab": 100,
+            "gated": False, "causal": True}
+    zero_width, half_layer, not_a_flag, ratio = run_js([
+        {**base, "d_model": 0},
+        {**base, "n_layers": 1.5},
+        {**base, "gated": "yes"},
+        {"op": "shares", "d_model": 64, "seq_len": 16, "n_layers": 2, "vocab": 100, "ffn_ratio": -1,
+         "gated": False, "causal": True},
+    ])
+    assert "d_model must be a positive whole number of features, got 0" in zero_width["error"]
+    assert "n_layers must be a positive whole number of layers" in half_layer["error"]
+    assert "gated must be true or false" in not_a_flag["error"]
+    assert "ffn_ratio must be a positive finite number of d_ff per d_model" in ratio["error"]
+
+
+# --------------------------------------------------------------------------- Python's number formats
+
+@pytest.mark.parametrize("x", [0.125, 0.135, 0.15, 0.25, 2.5, 3.5, 79.872, 120.6, 1234.5, 1235.5,
+                               12345678.0, 0.00012345, 1e-5, 73728.0, 1.5095])
+def test_refusal_numbers_print_as_python_prints_them(run_js, x):
+    """The refusal's numbers use Python's .4g and .1% (ties to even), so its text is the library's."""
+    general, fixed, percent = run_js([
+        {"op": "format", "how": "generalLikePython", "x": x, "digits": 4},
+        {"op": "format", "how": "fixedLikePython", "x": x, "digits": 2},
+        {"op": "format", "how": "percentLikePython", "x": x / 100, "digits": 1},
+    ])
+    assert (general, fixed, percent) == (f"{x:.4g}", f"{x:.2f}", f"{x / 100:.1%}")

@@ -44,6 +44,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 CHAPTER_1 = "notebooks/01_two_speed_limits.html"
+CHAPTER_3 = "notebooks/03_counting_flops.html"
+CHAPTER_5 = "notebooks/05_mfu.html"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 NOT_PAGES = ("_static", "_sources", "_images", "vendor", "reports")  # assets, not pages
 
@@ -306,14 +308,95 @@ def _leading_number(text: str) -> str:
     return re.match(r"\s*([-\d.,]+)", text).group(1)
 
 
+_SI_PREFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "Z": 1e21}
+
+
+def _check_prefixed(text: str, unit: str, expected: float) -> None:
+    """A readout such as "60.3 PFLOP/s" (3 significant digits, an SI prefix) against a value."""
+    m = re.match(rf"\s*([\d.,]+) ([kMGTPEZ]?){re.escape(unit)}\b", text)
+    assert m, (text, unit)
+    assert _sig3_close(m.group(1), expected / _SI_PREFIX[m.group(2)]), (text, expected)
+
+
+def _readouts(explorer) -> dict:
+    return {dd.get_attribute("data-quantity"): (dd.get_attribute("data-value"), dd.inner_text())
+            for dd in explorer.locator("dd").all()}
+
+
+def _int_attr(explorer, name: str, default: int) -> int:
+    raw = explorer.get_attribute(name)
+    return default if raw is None else int(raw)
+
+
+def _check_flop_shares(explorer) -> dict:
+    """The flops mode against rl.transformer_flops_per_token at the sliders' current values."""
+    shown = _readouts(explorer)
+    seq_len = int(explorer.get_attribute("data-current-seq-len"))
+    d_model = int(explorer.get_attribute("data-current-d-model"))
+    ratio = float(explorer.get_attribute("data-ffn-ratio") or 4)
+    d_ff = max(1, round(ratio * d_model))  # what widgets.flop_share_explorer uses
+    f = rl.transformer_flops_per_token(
+        d_model, d_ff, _int_attr(explorer, "data-n-layers", 32), seq_len,
+        _int_attr(explorer, "data-vocab", 32000), gated=explorer.get_attribute("data-gated") == "true",
+        causal=explorer.get_attribute("data-causal") != "false")
+    assert int(shown["d_ff"][0]) == d_ff
+    assert int(shown["fwd_per_token"][0]) == f.fwd_per_token
+    _check_prefixed(shown["fwd_per_token"][1], "FLOP", f.fwd_per_token)
+    for key in ("ffn_total", "qkvo_total", "scores_total", "unembed"):
+        raw, text = shown[key]
+        assert int(raw) == f[key], (key, raw, f[key])
+        assert _sig3_close(_leading_number(text), 100 * f.share(key)), (key, text)  # "60.6 % (8.66 GFLOP)"
+        _check_prefixed(text.split("(")[1], "FLOP", f[key])
+    return {name: text for name, (_, text) in shown.items()}
+
+
+def _check_mfu(explorer, spec, precision: str) -> dict:
+    """The mfu mode against rl.mfu: the same fraction, or the same refusal in place of a number."""
+    shown = _readouts(explorer)
+    rate = float(explorer.get_attribute("data-current-tokens-per-s"))
+    n_gpus = int(explorer.get_attribute("data-current-n-gpus"))
+    n_params = float(explorer.get_attribute("data-n-params") or 7e9)
+    convention = explorer.get_attribute("data-convention") or "6N"
+    shape = {k: int(explorer.get_attribute(f"data-{k.replace('_', '-')}"))
+             for k in ("n_layers", "d_model", "seq_len") if explorer.get_attribute(f"data-{k.replace('_', '-')}")}
+    per_token = rl.training_flops_per_token(n_params, convention=convention, **shape)
+    expected = {
+        "flops_per_token": (per_token, "FLOP"),
+        "achieved_flops_per_s": (per_token * rate, "FLOP/s"),  # global tokens/s, every card together
+        "peak_flops_per_s": (n_gpus * spec.peak_flops_per_s(precision), "FLOP/s"),
+    }
+    for name, (value, unit) in expected.items():
+        raw, text = shown[name]
+        assert math.isclose(float(raw), value, rel_tol=1e-12), (name, raw, value)
+        _check_prefixed(text, unit, value)
+    note = explorer.locator(".roofline-explorer__note").inner_text()
+    try:
+        value = rl.mfu(n_params, rate, n_gpus, spec, precision, convention, **shape)
+    except rl.ImplausibleMeasurement as exc:
+        assert shown["mfu"] == ("refused", "impossible: above 100 %")  # words, not a number
+        assert note == str(exc)  # the library's reason, word for word
+    else:
+        raw, text = shown["mfu"]
+        assert math.isclose(float(raw), value, rel_tol=1e-12), (raw, value)
+        assert text.endswith(" %") and _sig3_close(_leading_number(text), 100 * value), (text, value)
+        assert "likely causes" not in note
+    return {name: text for name, (_, text) in shown.items()}
+
+
 def _check_explorer(explorer) -> dict:
     """Compare every readout of one explorer with roofline_lib; return what it showed."""
+    mode = explorer.get_attribute("data-mode")
+    if mode == "flops":
+        return _check_flop_shares(explorer)
     gpu = explorer.get_attribute("data-current-gpu")
     precision = explorer.get_attribute("data-current-precision")
-    shown = {dd.get_attribute("data-quantity"): (dd.get_attribute("data-value"), dd.inner_text())
-             for dd in explorer.locator("dd").all()}
     spec = rl.gpu(gpu)
-    if explorer.get_attribute("data-mode") == "decode":
+    options = explorer.locator("select[name=precision] option").all_inner_texts()
+    assert options == list(spec.precisions), (gpu, options)  # only what the chip has
+    if mode == "mfu":
+        return _check_mfu(explorer, spec, precision)
+    shown = _readouts(explorer)
+    if mode == "decode":
         n_params = float(explorer.locator("select[name=n_params]").input_value())
         batch = int(explorer.locator("output").inner_text())
         d = rl.decode_roofline(n_params, gpu, bytes_per_param=rl.bytes_per_element(precision),
@@ -346,7 +429,7 @@ def _check_explorer(explorer) -> dict:
 
 def test_every_explorer_agrees_with_the_library(visit, site, pages):
     explorer_pages = [p for p in pages if "roofline-explorer" in (site / p).read_text(encoding="utf-8")]
-    assert CHAPTER_1 in explorer_pages
+    assert {CHAPTER_1, CHAPTER_3, CHAPTER_5} <= set(explorer_pages), explorer_pages
     for page in explorer_pages:
         v = visit(page)
         explorers = v.page.locator(".roofline-explorer[data-roofline-mounted]")
@@ -375,6 +458,55 @@ def test_explorer_updates_when_its_controls_move(visit):
     explorer.locator('select[name="gpu"]').select_option(rl.gpu("A100").key)
     assert explorer.get_attribute("data-current-precision") == "bf16"
     _check_explorer(explorer)
+    assert not v.problems, "\n".join(v.problems)
+
+
+def test_mfu_explorer_updates_and_refuses_an_impossible_rate(visit):
+    v = visit(CHAPTER_5)
+    explorer = v.page.locator('.roofline-explorer[data-mode="mfu"]').first
+    mfu = explorer.locator('dd[data-quantity="mfu"]')
+    note = explorer.locator(".roofline-explorer__note")
+    # 6 * 6.7e9 * 1.5e6 = 6.03e16 FLOP/s against 256 * 312e12 = 7.987e16 FLOP/s: 75.5 %
+    assert mfu.inner_text() == "75.5 %"
+    explorer.locator('input[name="tokens_per_s"]').fill("6.5")  # 10**6.5 -> 3.16e6 tokens/s
+    # 6 * 6.7e9 * 3.16e6 = 1.270e17 FLOP/s: 159 % of the peak, refused with the reason
+    assert explorer.get_attribute("data-current-tokens-per-s") == "3160000"
+    assert mfu.get_attribute("data-value") == "refused" and mfu.inner_text() == "impossible: above 100 %"
+    assert note.inner_text().startswith("MFU of 159.0% is impossible") and "likely causes" in note.inner_text()
+    assert "roofline-explorer__meter--refused" in explorer.locator("rect").first.get_attribute("class")
+    _check_explorer(explorer)
+    explorer.locator('input[name="n_gpus"]').fill("9")  # the 10th notch: 2**9 = 512 GPUs
+    assert explorer.get_attribute("data-current-n-gpus") == "512"
+    assert mfu.inner_text() == "79.5 %"  # 1.270e17 / (512 * 312e12) = 0.795
+    _check_explorer(explorer)
+    explorer.locator('select[name="gpu"]').select_option(rl.gpu("H100").key)
+    explorer.locator('select[name="precision"]').select_option("fp8")
+    _check_explorer(explorer)  # also: the precision list is the H100's, fp8 included
+    explorer.locator('select[name="gpu"]').select_option(rl.gpu("A100").key)
+    assert explorer.get_attribute("data-current-precision") == "bf16"  # the A100 has no fp8
+    _check_explorer(explorer)
+    assert not v.problems, "\n".join(v.problems)
+
+
+def test_flops_explorer_updates_when_its_sliders_move(visit):
+    v = visit(CHAPTER_3)
+    explorer = v.page.locator('.roofline-explorer[data-mode="flops"]').first
+    scores = explorer.locator('dd[data-quantity="scores_total"]')
+    before = _check_explorer(explorer)
+    assert explorer.get_attribute("data-current-seq-len") == "4096"
+    # Llama-2-7B at s = 4096: scores 32 * 2 * 4096 * 4096 = 1.074e9 of 14.29e9 FLOP = 7.52 %
+    assert before["scores_total"] == "7.52 % (1.07 GFLOP)"
+    seq = explorer.locator('input[name="seq_len"]')
+    seq.fill(seq.get_attribute("max"))  # the last notch: 2**17 = 131,072 tokens
+    assert explorer.get_attribute("data-current-seq-len") == "131072"
+    after = _check_explorer(explorer)
+    assert float(_leading_number(after["scores_total"])) > 50  # the scores take over at long context
+    explorer.locator('input[name="d_model"]').fill("0")  # the first notch: d_model = 256
+    assert explorer.get_attribute("data-current-d-model") == "256"
+    narrow = _check_explorer(explorer)
+    assert float(_leading_number(narrow["scores_total"])) > float(_leading_number(after["scores_total"]))
+    assert scores.get_attribute("data-share") is not None
+    assert explorer.locator("rect.roofline-explorer__bar").count() == 4
     assert not v.problems, "\n".join(v.problems)
 
 

@@ -1,18 +1,23 @@
-/* The Roofline Course: a live roofline explorer for the static website, no kernel needed.
+/* The Roofline Course: live explorers for the static website, no kernel needed.
  *
  * It reads window.ROOFLINE_REGISTRY, which the book's Sphinx extension (book/_ext/roofline_site.py)
  * writes from roofline_lib.export at build time, so the page and the library share one registry.
  * It draws into every element with class "roofline-explorer" and does nothing on a page without
- * one. Markup (one line in a chapter):
+ * one. Markup (one line in a chapter; book/_static/README.md lists every attribute):
  *
  *   <div class="roofline-explorer" data-mode="intensity" data-gpu="A100" data-precision="bf16" data-intensity="10"></div>
  *   <div class="roofline-explorer" data-mode="decode" data-gpu="H100" data-precision="bf16" data-n-params="7e9" data-batch="1"></div>
+ *   <div class="roofline-explorer" data-mode="mfu" data-gpu="A100" data-precision="bf16" data-n-params="6.7e9" data-tokens-per-s="1.5e6" data-n-gpus="256"></div>
+ *   <div class="roofline-explorer" data-mode="flops" data-d-model="4096" data-seq-len="4096" data-n-layers="32" data-vocab="32000" data-ffn-ratio="2.6875" data-gated="true"></div>
  *
  * The arithmetic mirrors roofline_lib and is tested against it (tests/test_explorer_js.py):
  *   ridge       = peak / bandwidth                                  (roofline.ridge_point)
  *   attainable  = min(peak, bandwidth * intensity)                  (roofline.attainable_flops_per_s)
  *   decode step = max(N * b / bandwidth, 2 * N * batch / peak)       (inference.decode_roofline)
  *   tokens/s    = batch / step
+ *   MFU         = (6N or 6N + 6 L s d) * tokens/s / (n_gpus * peak)  (training.mfu; refused above 1)
+ *   forward     = L * (8 d^2 + 2 s d causal or 4 s d + 4 d d_ff or 6 gated) + 2 d V
+ *                                                                   (transformer.transformer_flops_per_token)
  * Everything is SI inside; the readouts convert to TFLOP/s, TB/s, GB and ms, 3 significant digits.
  */
 (function (root) {
@@ -119,6 +124,174 @@
     };
   }
 
+  // -- training: MFU (roofline_lib.training.mfu, roofline_lib.transformer.training_flops_per_token)
+
+  var CONVENTIONS = ["6N", "three-term"];
+  // The same words as roofline_lib.training's refusal; tests/test_explorer_js.py holds them equal.
+  var MFU_CAUSES = "likely causes: a sparse (2:4) peak used instead of the dense one, the wrong GPU " +
+    "count, tokens/s counted per GPU but divided by every GPU (or global tokens/s divided by one), " +
+    "the wrong parameter count N, or tokens counted twice (e.g. once per data-parallel rank and " +
+    "again globally)";
+
+  function wholeNumber(value, what, unit) {
+    if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
+      throw new Error(what + " must be a positive whole number of " + unit + ", got " + value);
+    }
+    return value;
+  }
+
+  function flag(value, what) {
+    if (typeof value !== "boolean") throw new Error(what + " must be true or false, got " + value);
+    return value;
+  }
+
+  /** The registered spelling of a convention name, matched case-insensitively. */
+  function conventionKey(convention) {
+    var norm = String(convention).trim().toLowerCase();
+    for (var i = 0; i < CONVENTIONS.length; i++) {
+      if (CONVENTIONS[i].toLowerCase() === norm) return CONVENTIONS[i];
+    }
+    throw new Error("convention must be one of '6N', 'three-term', got " + JSON.stringify(convention));
+  }
+
+  /** Training FLOP per token: 6 N ("6N") or 6 N + 6 L s d ("three-term", the causal scores x3). */
+  function trainingFlopsPerToken(nParams, convention, nLayers, dModel, seqLen) {
+    var n = positive(nParams, "n_params", "parameters");
+    var key = conventionKey(convention === undefined ? "6N" : convention);
+    var shape = { n_layers: [nLayers, "layers"], d_model: [dModel, "features"], seq_len: [seqLen, "tokens"] };
+    var missing = [];
+    Object.keys(shape).forEach(function (name) {
+      var value = shape[name][0];
+      if (value === undefined || value === null) missing.push(name);
+      else wholeNumber(value, name, shape[name][1]); // checked when given, as the library does
+    });
+    if (key === "6N") return 6 * n; // 2N forward + 4N backward
+    if (missing.length) {
+      throw new Error("convention 'three-term' (6N + 6 L s d) needs n_layers, d_model and seq_len; " +
+        "missing: " + missing.join(", "));
+    }
+    return 6 * n + 6 * nLayers * seqLen * dModel; // + 3 x (causal 2 s d per layer)
+  }
+
+  /** The steps of an MFU: FLOP per token, model FLOP/s, the dense peak of every card, their ratio. */
+  function mfuParts(nParams, tokensPerS, nGpus, gpu, precision, convention, nLayers, dModel, seqLen) {
+    var flopsPerToken = trainingFlopsPerToken(nParams, convention, nLayers, dModel, seqLen);
+    var rec = asGpu(gpu);
+    positive(tokensPerS, "tokens_per_s", "tokens per second");
+    wholeNumber(nGpus, "n_gpus", "GPUs");
+    var peakPerGpu = peakFlopsPerS(rec, precision);
+    var achieved = flopsPerToken * tokensPerS; // tokens/s of all cards together
+    var peak = nGpus * peakPerGpu; // dense peak of every card
+    return {
+      convention: conventionKey(convention === undefined ? "6N" : convention),
+      flopsPerToken: flopsPerToken,
+      achievedFlopsPerS: achieved,
+      peakFlopsPerGpu: peakPerGpu,
+      peakFlopsPerS: peak,
+      mfu: achieved / peak,
+      gpuName: rec.name,
+    };
+  }
+
+  /** MFU as a fraction; above 1 an error naming the usual mistakes, as roofline_lib.mfu raises. */
+  function mfu(nParams, tokensPerS, nGpus, gpu, precision, convention, nLayers, dModel, seqLen) {
+    var m = mfuParts(nParams, tokensPerS, nGpus, gpu, precision, convention, nLayers, dModel, seqLen);
+    if (m.mfu > 1) {
+      throw new Error("MFU of " + percentLikePython(m.mfu, 1) + " is impossible: " +
+        generalLikePython(m.achievedFlopsPerS / 1e15, 4) + " PFLOP/s against " + nGpus + " x " +
+        m.gpuName + " at a dense " + precision + " peak of " + generalLikePython(m.peakFlopsPerS / 1e15, 4) +
+        " PFLOP/s; " + MFU_CAUSES);
+    }
+    return m.mfu;
+  }
+
+  // -- forward FLOPs of a token, by component (roofline_lib.transformer.transformer_flops_per_token)
+
+  /** Per layer: qkvo 8 d^2, scores 4 s d (2 s d causal), FFN 4 d d_ff (6 gated); once: 2 d V. */
+  function transformerFlopsPerToken(dModel, dFf, nLayers, seqLen, vocab, gated, causal) {
+    var d = wholeNumber(dModel, "d_model", "features");
+    var dff = wholeNumber(dFf, "d_ff", "features");
+    var layers = wholeNumber(nLayers, "n_layers", "layers");
+    var s = wholeNumber(seqLen, "seq_len", "tokens");
+    var v = wholeNumber(vocab, "vocab", "tokens in the vocabulary");
+    flag(gated, "gated");
+    flag(causal, "causal");
+    var qkvo = 4 * FLOP_PER_MAC * d * d; // four d x d projections
+    var scores = 2 * FLOP_PER_MAC * s * d; // Q K^T and P V, s d MACs each
+    if (causal) scores = Math.floor(scores / 2); // a query sees s/2 keys on average
+    var ffn = (gated ? 3 : 2) * FLOP_PER_MAC * d * dff; // gate, up, down (or up, down): d x d_ff each
+    var unembed = FLOP_PER_MAC * d * v;
+    return {
+      fwdPerToken: layers * (qkvo + scores + ffn) + unembed,
+      ffnTotal: layers * ffn,
+      qkvoTotal: layers * qkvo,
+      scoresTotal: layers * scores,
+      unembed: unembed,
+    };
+  }
+
+  /** Python's round() of a float: the nearest whole number, an exact half to the even one. */
+  function roundHalfEven(x) {
+    var floor = Math.floor(x);
+    if (x - floor !== 0.5) return Math.round(x);
+    return floor % 2 === 0 ? floor : floor + 1;
+  }
+
+  /** The flop_share_explorer's model: d_ff = round(ffn_ratio * d_model), shares of the forward. */
+  function flopShares(dModel, seqLen, nLayers, vocab, ffnRatio, gated, causal) {
+    positive(ffnRatio, "ffn_ratio", "d_ff per d_model");
+    var dFf = Math.max(1, roundHalfEven(ffnRatio * dModel));
+    var f = transformerFlopsPerToken(dModel, dFf, nLayers, seqLen, vocab, gated, causal);
+    f.dFf = dFf;
+    f.shares = {
+      ffn: f.ffnTotal / f.fwdPerToken,
+      qkvo: f.qkvoTotal / f.fwdPerToken,
+      scores: f.scoresTotal / f.fwdPerToken,
+      unembed: f.unembed / f.fwdPerToken,
+    };
+    return f;
+  }
+
+  // -- Python's number formats, so that the refusal reads exactly as the library's does
+
+  /** True when the digits after the kept ones are a 5 and then only zeros: an exact half. */
+  function isTie(rest) {
+    return /^50*$/.test(rest);
+  }
+
+  /** Python's f"{x:.{decimals}f}" for x >= 0: JavaScript breaks an exact tie upwards, Python to even. */
+  function fixedLikePython(x, decimals) {
+    var exact = x.toFixed(100); // every digit of the double, for the magnitudes shown here
+    var cut = exact.indexOf(".") + 1 + decimals;
+    var kept = exact.slice(0, decimals ? cut : cut - 1);
+    if (isTie(exact.slice(cut)) && Number(kept.charAt(kept.length - 1)) % 2 === 0) return kept;
+    return x.toFixed(decimals);
+  }
+
+  /** Python's f"{x:.{sig}g}" for x >= 0: sig significant digits, trailing zeros dropped. */
+  function generalLikePython(x, sig) {
+    if (x === 0) return "0";
+    var exact = x.toExponential(100).split("e"); // every significant digit, and the exponent
+    var digits = exact[0].replace(".", "");
+    var rounded = Number(x.toPrecision(sig));
+    if (isTie(digits.slice(sig)) && Number(digits.charAt(sig - 1)) % 2 === 0) {
+      rounded = Number(digits.slice(0, sig) + "e" + (Number(exact[1]) - sig + 1)); // cut, not rounded up
+    }
+    var parts = rounded.toExponential(sig - 1).split("e");
+    var exponent = Number(parts[1]);
+    var strip = function (t) { return t.indexOf(".") < 0 ? t : t.replace(/0+$/, "").replace(/\.$/, ""); };
+    if (exponent < -4 || exponent >= sig) {
+      var e = String(Math.abs(exponent));
+      return strip(parts[0]) + "e" + (exponent < 0 ? "-" : "+") + (e.length < 2 ? "0" : "") + e;
+    }
+    return strip(rounded.toFixed(sig - 1 - exponent));
+  }
+
+  /** Python's f"{x:.{decimals}%}": the fraction times 100, then fixed decimals and a percent sign. */
+  function percentLikePython(x, decimals) {
+    return fixedLikePython(x * 100, decimals) + "%";
+  }
+
   /** Round to 3 significant digits and print with thousands separators: 12345 -> "12,300". */
   function sig3(x) {
     if (x === 0) return "0";
@@ -137,6 +310,15 @@
     ridgePoint: ridgePoint,
     attainableFlopsPerS: attainableFlopsPerS,
     decodeCeiling: decodeCeiling,
+    trainingFlopsPerToken: trainingFlopsPerToken,
+    mfuParts: mfuParts,
+    mfu: mfu,
+    transformerFlopsPerToken: transformerFlopsPerToken,
+    flopShares: flopShares,
+    roundHalfEven: roundHalfEven,
+    fixedLikePython: fixedLikePython,
+    generalLikePython: generalLikePython,
+    percentLikePython: percentLikePython,
     sig3: sig3,
   };
   root.RooflineExplorer = api;
@@ -148,8 +330,34 @@
   var SVG_NS = "http://www.w3.org/2000/svg"; // the SVG namespace name, not a network address
   var INTENSITY_LOG10 = [-1, 4]; // the slider spans 0.1 to 10,000 FLOP/byte
   var BATCH_LOG2_MAX = 12; // batch 1 to 4096 in powers of two
+  var TOKENS_LOG10 = [1, 9]; // training tokens/s, all cards together: 10 to 1e9
   var MODEL_SIZES = [1e9, 7e9, 13e9, 70e9, 405e9];
+  var STARTING_MFU = 0.4; // with no data-tokens-per-s, start at the rate that gives 40 % MFU
+  var MFU_AXIS_MAX = 1.5; // the MFU bar's axis ends at 150 %, so a refused rate still shows
+  var MODES = {
+    intensity: "Roofline explorer",
+    decode: "Decode explorer",
+    mfu: "MFU explorer",
+    flops: "Where a token's FLOPs go",
+  };
+  // The four parts of a token's forward FLOPs, in the order of roofline_lib's flop_share_explorer.
+  var SHARE_PARTS = [
+    { key: "ffn", quantity: "ffn_total", count: "ffnTotal", label: "FFN" },
+    { key: "qkvo", quantity: "qkvo_total", count: "qkvoTotal", label: "QKVO" },
+    { key: "scores", quantity: "scores_total", count: "scoresTotal", label: "Scores" },
+    { key: "unembed", quantity: "unembed", count: "unembed", label: "Unembed" },
+  ];
   var counter = 0;
+
+  function powersOfTwo(lo, hi) {
+    var out = [];
+    for (var k = lo; k <= hi; k++) out.push(Math.pow(2, k));
+    return out;
+  }
+
+  var N_GPUS_CHOICES = powersOfTwo(0, 14); // 1 to 16,384 GPUs
+  var SEQ_LEN_CHOICES = powersOfTwo(7, 17); // 128 to 131,072 tokens
+  var D_MODEL_CHOICES = powersOfTwo(8, 14); // 256 to 16,384 features
 
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
@@ -163,17 +371,37 @@
     return node;
   }
 
-  function svgEl(tag, attrs) {
+  function svgEl(tag, attrs, text) {
     var node = document.createElementNS(SVG_NS, tag);
     Object.keys(attrs || {}).forEach(function (k) {
       node.setAttribute(k, attrs[k]);
     });
+    if (text !== undefined) node.textContent = text;
     return node;
   }
 
-  /** A snapped intensity: 10^v rounded to 3 significant digits, so the label is the exact input. */
-  function intensityFromSlider(v) {
+  /** A snapped log-slider value: 10^v rounded to 3 significant digits, so the label is the exact input. */
+  function snap3(v) {
     return Number(Math.pow(10, Number(v)).toPrecision(3));
+  }
+
+  /** A markup attribute as a number; absent -> the fallback. The callers check its range. */
+  function numberAttr(host, name, fallback) {
+    var raw = host.getAttribute(name);
+    return raw === null ? fallback : Number(raw);
+  }
+
+  function booleanAttr(host, name, fallback) {
+    var raw = host.getAttribute(name);
+    if (raw === null) return fallback;
+    if (raw === "true" || raw === "false") return raw === "true";
+    throw new Error(name + " must be \"true\" or \"false\", got " + JSON.stringify(raw));
+  }
+
+  /** The sorted options of a stepped slider, with the markup's starting value among them. */
+  function choices(initial, options) {
+    var all = options.indexOf(initial) < 0 ? options.concat([initial]) : options.slice();
+    return all.sort(function (a, b) { return a - b; });
   }
 
   function field(labelText, control) {
@@ -181,6 +409,18 @@
       el("span", { class: "roofline-explorer__label", text: labelText }),
       control,
     ]);
+  }
+
+  /** A range input that steps through `options` (one notch each) and shows the chosen one. */
+  function steppedSlider(name, options, initial, ariaLabel) {
+    var input = el("input", { type: "range", name: name, min: "0", max: String(options.length - 1),
+      step: "1", value: String(options.indexOf(initial)), "aria-label": ariaLabel });
+    var output = el("output", { class: "roofline-explorer__slider-value" });
+    return {
+      input: input,
+      output: output,
+      value: function () { return options[Number(input.value)]; },
+    };
   }
 
   function readout(dl, name, labelText) {
@@ -202,9 +442,34 @@
     return sig3(v);
   }
 
+  /** 3 significant digits with an SI prefix: 6.03e16 FLOP/s -> "60.3 PFLOP/s". */
+  function prefixed(x, unit) {
+    var prefixes = ["", "k", "M", "G", "T", "P", "E", "Z"];
+    var rounded = Number(x.toPrecision(3));
+    var step = Math.max(0, Math.min(prefixes.length - 1, Math.floor(Math.log10(rounded) / 3)));
+    return sig3(rounded / Math.pow(1000, step)) + " " + prefixes[step] + unit;
+  }
+
+  /** A whole number in full, with thousands separators: 11008 -> "11,008". */
+  function grouped(n) {
+    return n.toLocaleString("en-US", { maximumFractionDigits: 0, useGrouping: true });
+  }
+
+  /** A compact slider label: 1,500,000 -> "1.5M". */
+  function compact(x) {
+    if (x >= 1e9) return sig3(x / 1e9) + "G";
+    if (x >= 1e6) return sig3(x / 1e6) + "M";
+    if (x >= 1e4) return sig3(x / 1e3) + "k";
+    return sig3(x);
+  }
+
+  function clear(svg) {
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+  }
+
   /** Draw y = min(slope * x, flat) on log-log axes with a marker at x; returns nothing. */
   function drawRoof(svg, o) {
-    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    clear(svg);
     var W = 420, H = 250, L = 60, R = 20, T = 10, B = 38;
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
     var lx0 = Math.log10(o.xMin), lx1 = Math.log10(o.xMax);
@@ -216,25 +481,17 @@
     for (var e = Math.ceil(lx0); e <= lx1; e++) {
       var x = px(Math.pow(10, e));
       g.appendChild(svgEl("line", { x1: x, x2: x, y1: T, y2: H - B, class: "grid" }));
-      var t = svgEl("text", { x: x, y: H - B + 14, "text-anchor": "middle" });
-      t.textContent = tick(Math.pow(10, e));
-      g.appendChild(t);
+      g.appendChild(svgEl("text", { x: x, y: H - B + 14, "text-anchor": "middle" }, tick(Math.pow(10, e))));
     }
     for (var f = lyBot; f <= lyTop; f++) {
       var y = py(Math.pow(10, f));
       g.appendChild(svgEl("line", { x1: L, x2: W - R, y1: y, y2: y, class: "grid" }));
       if (f === lyBot) continue; // the corner belongs to the x axis's first label
-      var u = svgEl("text", { x: L - 4, y: y + 4, "text-anchor": "end" });
-      u.textContent = tick(Math.pow(10, f) / o.yScale);
-      g.appendChild(u);
+      g.appendChild(svgEl("text", { x: L - 4, y: y + 4, "text-anchor": "end" }, tick(Math.pow(10, f) / o.yScale)));
     }
-    var xl = svgEl("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" });
-    xl.textContent = o.xLabel;
-    g.appendChild(xl);
-    var yl = svgEl("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle",
-      transform: "rotate(-90 12 " + (T + H - B) / 2 + ")" });
-    yl.textContent = o.yLabel;
-    g.appendChild(yl);
+    g.appendChild(svgEl("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" }, o.xLabel));
+    g.appendChild(svgEl("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle",
+      transform: "rotate(-90 12 " + (T + H - B) / 2 + ")" }, o.yLabel));
     svg.appendChild(g);
     var knee = o.flat / o.slope;
     var pts = [[o.xMin, o.slope * o.xMin]];
@@ -252,6 +509,54 @@
       cx: px(o.x), cy: py(Math.min(o.flat, o.slope * o.x)) }));
   }
 
+  /** One horizontal bar for a utilisation, 0 to 150 %, with the 100 % line; red when refused. */
+  function drawMeter(svg, value, refused) {
+    clear(svg);
+    var W = 420, H = 96, L = 14, R = 24, T = 22, B = 34, barH = 26;
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    function px(v) { return L + (v / MFU_AXIS_MAX) * (W - L - R); }
+    var g = svgEl("g", { class: "roofline-explorer__axes" });
+    for (var pct = 0; pct <= 100 * MFU_AXIS_MAX; pct += 25) {
+      var x = px(pct / 100);
+      g.appendChild(svgEl("line", { x1: x, x2: x, y1: T, y2: H - B, class: "grid" }));
+      g.appendChild(svgEl("text", { x: x, y: H - B + 14, "text-anchor": "middle" }, pct + " %"));
+    }
+    g.appendChild(svgEl("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" },
+      "model FLOPs utilisation"));
+    svg.appendChild(g);
+    var shown = Math.min(value, MFU_AXIS_MAX);
+    var y = (T + H - B - barH) / 2;
+    svg.appendChild(svgEl("rect", { x: L, y: y, width: px(shown) - L, height: barH,
+      class: "roofline-explorer__meter" + (refused ? " roofline-explorer__meter--refused" : "") }));
+    svg.appendChild(svgEl("line", { class: "roofline-explorer__limit", x1: px(1), x2: px(1), y1: T - 6, y2: H - B }));
+    svg.appendChild(svgEl("text", { class: "roofline-explorer__limit-label", x: px(1), y: T - 9,
+      "text-anchor": "middle" }, "100 %: the dense peak"));
+  }
+
+  /** Vertical bars for shares of a whole (0 to 100 %), each labelled with its percentage. */
+  function drawShares(svg, bars) {
+    clear(svg);
+    var W = 420, H = 250, L = 48, R = 10, T = 18, B = 34;
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    function py(share) { return T + (1 - share) * (H - T - B); }
+    var g = svgEl("g", { class: "roofline-explorer__axes" });
+    for (var pct = 0; pct <= 100; pct += 25) {
+      var y = py(pct / 100);
+      g.appendChild(svgEl("line", { x1: L, x2: W - R, y1: y, y2: y, class: "grid" }));
+      g.appendChild(svgEl("text", { x: L - 4, y: y + 4, "text-anchor": "end" }, pct + " %"));
+    }
+    svg.appendChild(g);
+    var slot = (W - L - R) / bars.length;
+    bars.forEach(function (bar, i) {
+      var cx = L + slot * (i + 0.5);
+      svg.appendChild(svgEl("rect", { x: cx - slot * 0.3, width: slot * 0.6, y: py(bar.share),
+        height: py(0) - py(bar.share), class: "roofline-explorer__bar roofline-explorer__bar--" + bar.key }));
+      svg.appendChild(svgEl("text", { class: "roofline-explorer__bar-value", x: cx, y: py(bar.share) - 4,
+        "text-anchor": "middle" }, sig3(100 * bar.share) + " %"));
+      g.appendChild(svgEl("text", { x: cx, y: H - B + 16, "text-anchor": "middle" }, bar.label));
+    });
+  }
+
   function fillSelect(select, items, selected) {
     while (select.firstChild) select.removeChild(select.firstChild);
     items.forEach(function (item) {
@@ -262,91 +567,195 @@
     select.value = selected;
   }
 
-  function mount(host) {
-    if (host.getAttribute("data-roofline-mounted")) return; // draw each explorer once
-    host.setAttribute("data-roofline-mounted", "true");
+  /** The parts every explorer has: controls, a chart, the readouts beside it, a note below. */
+  function frame(host) {
+    var ui = {
+      controls: el("div", { class: "roofline-explorer__controls" }),
+      svg: svgEl("svg", { class: "roofline-explorer__chart", role: "img" }),
+      svgTitle: svgEl("title", {}),
+      dl: el("dl", { class: "roofline-explorer__readout", "aria-live": "polite" }),
+      note: el("p", { class: "roofline-explorer__note" }),
+    };
+    host.appendChild(ui.controls);
+    host.appendChild(el("div", { class: "roofline-explorer__body" }, [ui.svg, ui.dl]));
+    host.appendChild(ui.note);
+    return ui;
+  }
+
+  // -- one function per mode: it adds its controls and readouts, and returns draw(rec, precision)
+
+  function intensityMode(host, ui, refresh) {
+    var start = numberAttr(host, "data-intensity", 10);
+    var current = Number(positive(start, "data-intensity", "FLOP/byte").toPrecision(3));
+    var slider = el("input", { type: "range", name: "intensity", min: String(INTENSITY_LOG10[0]),
+      max: String(INTENSITY_LOG10[1]), step: "0.01", value: String(Math.log10(start)),
+      "aria-label": "Arithmetic intensity, FLOP per byte (logarithmic)" });
+    var sliderValue = el("output", { class: "roofline-explorer__slider-value" });
+    ui.controls.appendChild(field("Intensity (FLOP/byte)", el("span", {}, [slider, sliderValue])));
+    var out = {
+      peak: readout(ui.dl, "peak_flops_per_s", "Compute roof"),
+      bw: readout(ui.dl, "hbm_bytes_per_s", "Memory roof"),
+      ridge: readout(ui.dl, "ridge_flops_per_byte", "Ridge point"),
+      intensity: readout(ui.dl, "intensity", "Intensity"),
+      attainable: readout(ui.dl, "attainable_flops_per_s", "Ceiling"),
+      bound: readout(ui.dl, "bound", "Bound"),
+    };
+    slider.addEventListener("input", function () { current = snap3(slider.value); refresh(); });
+
+    return function draw(rec, precision) {
+      var intensity = current;
+      var peak = peakFlopsPerS(rec, precision);
+      var ridge = ridgePoint(rec, precision);
+      var attainable = attainableFlopsPerS(rec, precision, intensity);
+      sliderValue.textContent = sig3(intensity);
+      show(out.peak, peak, sig3(peak / 1e12) + " TFLOP/s dense " + precision);
+      show(out.bw, rec.hbm_bytes_per_s, sig3(rec.hbm_bytes_per_s / 1e12) + " TB/s " + rec.memory_kind);
+      show(out.ridge, ridge, sig3(ridge) + " FLOP/byte");
+      show(out.intensity, intensity, sig3(intensity) + " FLOP/byte");
+      show(out.attainable, attainable, sig3(attainable / 1e12) + " TFLOP/s");
+      var bound = intensity < ridge ? "memory" : "compute";
+      show(out.bound, bound, bound + " (" + sig3((100 * attainable) / peak) + " % of peak)");
+      ui.svgTitle.textContent = rec.name + " " + precision + " roofline; a kernel at " + sig3(intensity) +
+        " FLOP/byte can reach at most " + sig3(attainable / 1e12) + " TFLOP/s";
+      drawRoof(ui.svg, { xMin: Math.pow(10, INTENSITY_LOG10[0]), xMax: Math.pow(10, INTENSITY_LOG10[1]),
+        slope: rec.hbm_bytes_per_s, flat: peak, x: intensity, yScale: 1e12,
+        xLabel: "intensity (FLOP/byte)", yLabel: "TFLOP/s" });
+      ui.note.textContent = "Below the ridge the slanted roof (bandwidth × intensity) sets the ceiling; " +
+        "above it the flat roof (the dense " + precision + " peak) does. Source: " + rec.source + ".";
+    };
+  }
+
+  function decodeMode(host, ui, refresh) {
+    var nParams = numberAttr(host, "data-n-params", 7e9);
+    var sizes = MODEL_SIZES.indexOf(nParams) < 0 ? MODEL_SIZES.concat([nParams]) : MODEL_SIZES;
+    var modelSelect = el("select", { name: "n_params" });
+    fillSelect(modelSelect, sizes.slice().sort(function (a, b) { return a - b; }).map(function (n) {
+      return { value: String(n), text: sig3(n / 1e9) + "B parameters" };
+    }), String(nParams));
+    ui.controls.appendChild(field("Model", modelSelect));
+    var batch0 = numberAttr(host, "data-batch", 1);
+    if (!(Number.isInteger(batch0) && batch0 > 0)) {
+      throw new Error("data-batch must be a positive whole number of sequences, got " + batch0);
+    }
+    var current = batch0;
+    var slider = el("input", { type: "range", name: "batch", min: "0", max: String(BATCH_LOG2_MAX),
+      step: "1", value: String(Math.round(Math.log2(batch0))),
+      "aria-label": "Decode batch size, sequences per step (powers of two)" });
+    var sliderValue = el("output", { class: "roofline-explorer__slider-value" });
+    ui.controls.appendChild(field("Batch (sequences)", el("span", {}, [slider, sliderValue])));
+    var out = {
+      weights: readout(ui.dl, "weight_bytes", "Weights"),
+      memory: readout(ui.dl, "memory_seconds", "Weight stream"),
+      compute: readout(ui.dl, "compute_seconds", "Arithmetic"),
+      tokens: readout(ui.dl, "tokens_per_s", "Ceiling"),
+      perSeq: readout(ui.dl, "tokens_per_s_per_sequence", "Per sequence"),
+      bound: readout(ui.dl, "bound", "Bound"),
+    };
+    slider.addEventListener("input", function () { current = Math.pow(2, Number(slider.value)); refresh(); });
+    modelSelect.addEventListener("change", refresh);
+
+    return function draw(rec, precision) {
+      var batch = current;
+      var n = Number(modelSelect.value);
+      var d = decodeCeiling(rec, precision, n, batch);
+      var peak = peakFlopsPerS(rec, precision);
+      sliderValue.textContent = String(batch);
+      var fits = d.fitsInMemory ? "fits in " : "too big for ";
+      show(out.weights, d.weightBytes, sig3(d.weightBytes / 1e9) + " GB (" + fits +
+        sig3(d.capacityBytes / 1e9) + " GB)");
+      show(out.memory, d.memorySeconds, sig3(d.memorySeconds * 1e3) + " ms per step");
+      show(out.compute, d.computeSeconds, sig3(d.computeSeconds * 1e3) + " ms per step");
+      show(out.tokens, d.tokensPerS, sig3(d.tokensPerS) + " tokens/s");
+      show(out.perSeq, d.tokensPerSPerSequence, sig3(d.tokensPerSPerSequence) + " tokens/s");
+      show(out.bound, d.bound, d.bound + " (" + sig3(100 * d.shareOfPeak) + " % of peak)");
+      ui.svgTitle.textContent = rec.name + " decode ceiling for a " + sig3(n / 1e9) + "B-parameter model in " +
+        precision + ": " + sig3(d.tokensPerS) + " tokens/s at batch " + batch;
+      drawRoof(ui.svg, { xMin: 1, xMax: Math.pow(2, BATCH_LOG2_MAX),
+        slope: rec.hbm_bytes_per_s / d.weightBytes, flat: peak / (FLOP_PER_MAC * n),
+        x: batch, yScale: 1, xLabel: "batch (sequences per step)", yLabel: "tokens/s" });
+      ui.note.textContent = (d.fitsInMemory ? "" : "The weights do not fit on one card, so this ceiling " +
+        "is unreachable there. ") + "Each step streams every weight once and serves one token per " +
+        "sequence; the KV cache is not counted. Source: " + rec.source + ".";
+    };
+  }
+
+  function mfuMode(host, ui, refresh, gpu0, precision0) {
+    var nParams = numberAttr(host, "data-n-params", 7e9);
+    var convention = host.getAttribute("data-convention") || "6N";
+    var nLayers = numberAttr(host, "data-n-layers", undefined);
+    var dModel = numberAttr(host, "data-d-model", undefined);
+    var seqLen = numberAttr(host, "data-seq-len", undefined);
+    var perToken = trainingFlopsPerToken(nParams, convention, nLayers, dModel, seqLen); // checks the markup
+    var gpus0 = wholeNumber(numberAttr(host, "data-n-gpus", 8), "data-n-gpus", "GPUs");
+    var rate = host.getAttribute("data-tokens-per-s") === null
+      ? (STARTING_MFU * gpus0 * peakFlopsPerS(gpu0, precision0)) / perToken
+      : positive(numberAttr(host, "data-tokens-per-s"), "data-tokens-per-s", "tokens per second");
+    rate = Number(rate.toPrecision(3));
+
+    var tokens = el("input", { type: "range", name: "tokens_per_s", min: String(TOKENS_LOG10[0]),
+      max: String(TOKENS_LOG10[1]), step: "0.01", value: String(Math.log10(rate)),
+      "aria-label": "Training tokens per second, all GPUs together (logarithmic)" });
+    var tokensValue = el("output", { class: "roofline-explorer__slider-value" });
+    var gpus = steppedSlider("n_gpus", choices(gpus0, N_GPUS_CHOICES), gpus0,
+      "Number of GPUs (powers of two)");
+    ui.controls.appendChild(field("Tokens/s (all GPUs)", el("span", {}, [tokens, tokensValue])));
+    ui.controls.appendChild(field("GPUs", el("span", {}, [gpus.input, gpus.output])));
+    var out = {
+      perToken: readout(ui.dl, "flops_per_token", "Per token"),
+      achieved: readout(ui.dl, "achieved_flops_per_s", "Model FLOP/s"),
+      peak: readout(ui.dl, "peak_flops_per_s", "Peak, all GPUs"),
+      mfu: readout(ui.dl, "mfu", "MFU"),
+    };
+    var formula = conventionKey(convention) === "6N" ? "6N" : "(6N + 6 L s d)";
+    tokens.addEventListener("input", function () { rate = snap3(tokens.value); refresh(); });
+    gpus.input.addEventListener("input", refresh);
+
+    return function draw(rec, precision) {
+      var n = gpus.value();
+      var m = mfuParts(nParams, rate, n, rec, precision, convention, nLayers, dModel, seqLen);
+      var refusal = null;
+      try {
+        mfu(nParams, rate, n, rec, precision, convention, nLayers, dModel, seqLen);
+      } catch (err) {
+        refusal = err.message; // above 100 %: say why instead of showing a number
+      }
+      host.setAttribute("data-current-tokens-per-s", String(rate));
+      host.setAttribute("data-current-n-gpus", String(n));
+      tokensValue.textContent = compact(rate);
+      gpus.output.textContent = String(n);
+      show(out.perToken, m.flopsPerToken, prefixed(m.flopsPerToken, "FLOP") + " (" + m.convention + ")");
+      show(out.achieved, m.achievedFlopsPerS, prefixed(m.achievedFlopsPerS, "FLOP/s"));
+      show(out.peak, m.peakFlopsPerS, prefixed(m.peakFlopsPerS, "FLOP/s") + " (" + n + " × " +
+        sig3(m.peakFlopsPerGpu / 1e12) + " TFLOP/s dense " + precision + ")");
+      if (refusal) show(out.mfu, "refused", "impossible: above 100 %");
+      else show(out.mfu, m.mfu, sig3(100 * m.mfu) + " %");
+      ui.svgTitle.textContent = refusal ? "MFU above 100 %, refused: " + refusal
+        : "MFU of " + sig3(100 * m.mfu) + " % on " + n + " × " + rec.name + " in " + precision;
+      drawMeter(ui.svg, m.mfu, Boolean(refusal));
+      ui.note.className = "roofline-explorer__note" + (refusal ? " roofline-explorer__note--refused" : "");
+      ui.note.textContent = refusal || ("MFU = " + formula + " × tokens/s ÷ (GPUs × dense peak), with N = " +
+        (nParams >= 1e9 ? sig3(nParams / 1e9) + "B" : sig3(nParams / 1e6) + "M") + " parameters and tokens/s counted over every GPU together. " +
+        "Source: " + rec.source + ".");
+    };
+  }
+
+  /** Modes that draw one GPU in one precision: a selector for each, then the mode's own parts. */
+  function gpuExplorer(host, ui, mode) {
     var reg = registry();
-    var id = "roofline-explorer-" + ++counter;
-    var mode = host.getAttribute("data-mode") === "decode" ? "decode" : "intensity";
     var gpu = findGpu(host.getAttribute("data-gpu") || "A100");
     var precision = host.getAttribute("data-precision") || "bf16";
     if (gpu.precisions.indexOf(precision) < 0) {
       throw new Error("roofline explorer: " + gpu.name + " has no " + precision);
     }
-
-    host.setAttribute("role", "group");
-    host.setAttribute("aria-labelledby", id + "-title");
-    host.appendChild(el("p", { class: "roofline-explorer__title", id: id + "-title",
-      text: mode === "decode"
-        ? "Decode explorer (runs in this page, no kernel needed)"
-        : "Roofline explorer (runs in this page, no kernel needed)" }));
-
     var gpuSelect = el("select", { name: "gpu" });
     fillSelect(gpuSelect, Object.keys(reg.gpus).map(function (k) {
       return { value: k, text: reg.gpus[k].name };
     }), gpu.key);
     var precisionSelect = el("select", { name: "precision" });
-    var controls = el("div", { class: "roofline-explorer__controls" }, [
-      field("GPU", gpuSelect), field("Precision", precisionSelect),
-    ]);
-
-    // The starting point is the one the markup asks for; moving the slider then steps on its grid.
-    var slider, sliderValue, modelSelect, current;
-    if (mode === "intensity") {
-      var start = Number(host.getAttribute("data-intensity") || "10");
-      current = Number(positive(start, "data-intensity", "FLOP/byte").toPrecision(3));
-      slider = el("input", { type: "range", name: "intensity", min: String(INTENSITY_LOG10[0]),
-        max: String(INTENSITY_LOG10[1]), step: "0.01", value: String(Math.log10(start)),
-        "aria-label": "Arithmetic intensity, FLOP per byte (logarithmic)" });
-      sliderValue = el("output", { class: "roofline-explorer__slider-value" });
-      controls.appendChild(field("Intensity (FLOP/byte)", el("span", {}, [slider, sliderValue])));
-    } else {
-      var nParams = Number(host.getAttribute("data-n-params") || "7e9");
-      var sizes = MODEL_SIZES.indexOf(nParams) < 0 ? MODEL_SIZES.concat([nParams]) : MODEL_SIZES;
-      modelSelect = el("select", { name: "n_params" });
-      fillSelect(modelSelect, sizes.slice().sort(function (a, b) { return a - b; }).map(function (n) {
-        return { value: String(n), text: sig3(n / 1e9) + "B parameters" };
-      }), String(nParams));
-      controls.appendChild(field("Model", modelSelect));
-      var batch0 = Number(host.getAttribute("data-batch") || "1");
-      if (!(Number.isInteger(batch0) && batch0 > 0)) {
-        throw new Error("data-batch must be a positive whole number of sequences, got " + batch0);
-      }
-      current = batch0;
-      slider = el("input", { type: "range", name: "batch", min: "0", max: String(BATCH_LOG2_MAX),
-        step: "1", value: String(Math.round(Math.log2(batch0))),
-        "aria-label": "Decode batch size, sequences per step (powers of two)" });
-      sliderValue = el("output", { class: "roofline-explorer__slider-value" });
-      controls.appendChild(field("Batch (sequences)", el("span", {}, [slider, sliderValue])));
-    }
-    host.appendChild(controls);
-
-    var body = el("div", { class: "roofline-explorer__body" });
-    var svg = svgEl("svg", { class: "roofline-explorer__chart", role: "img" });
-    var svgTitle = svgEl("title", {});
-    var dl = el("dl", { class: "roofline-explorer__readout", "aria-live": "polite" });
-    body.appendChild(svg);
-    body.appendChild(dl);
-    host.appendChild(body);
-    var note = el("p", { class: "roofline-explorer__note" });
-    host.appendChild(note);
-
-    var out = {};
-    if (mode === "intensity") {
-      out.peak = readout(dl, "peak_flops_per_s", "Compute roof");
-      out.bw = readout(dl, "hbm_bytes_per_s", "Memory roof");
-      out.ridge = readout(dl, "ridge_flops_per_byte", "Ridge point");
-      out.intensity = readout(dl, "intensity", "Intensity");
-      out.attainable = readout(dl, "attainable_flops_per_s", "Ceiling");
-      out.bound = readout(dl, "bound", "Bound");
-    } else {
-      out.weights = readout(dl, "weight_bytes", "Weights");
-      out.memory = readout(dl, "memory_seconds", "Weight stream");
-      out.compute = readout(dl, "compute_seconds", "Arithmetic");
-      out.tokens = readout(dl, "tokens_per_s", "Ceiling");
-      out.perSeq = readout(dl, "tokens_per_s_per_sequence", "Per sequence");
-      out.bound = readout(dl, "bound", "Bound");
-    }
+    ui.controls.appendChild(field("GPU", gpuSelect));
+    ui.controls.appendChild(field("Precision", precisionSelect));
+    var build = { intensity: intensityMode, decode: decodeMode, mfu: mfuMode }[mode];
+    var draw = build(host, ui, refresh, gpu, precision);
 
     function syncPrecisions() {
       var rec = reg.gpus[gpuSelect.value];
@@ -358,65 +767,92 @@
       }), precision);
     }
 
-    function update() {
+    function refresh() {
       var rec = reg.gpus[gpuSelect.value];
       precision = precisionSelect.value;
-      var peak = peakFlopsPerS(rec, precision);
       host.setAttribute("data-current-gpu", rec.key);
       host.setAttribute("data-current-precision", precision);
-      if (mode === "intensity") {
-        var intensity = current;
-        var ridge = ridgePoint(rec, precision);
-        var attainable = attainableFlopsPerS(rec, precision, intensity);
-        sliderValue.textContent = sig3(intensity);
-        show(out.peak, peak, sig3(peak / 1e12) + " TFLOP/s dense " + precision);
-        show(out.bw, rec.hbm_bytes_per_s, sig3(rec.hbm_bytes_per_s / 1e12) + " TB/s " + rec.memory_kind);
-        show(out.ridge, ridge, sig3(ridge) + " FLOP/byte");
-        show(out.intensity, intensity, sig3(intensity) + " FLOP/byte");
-        show(out.attainable, attainable, sig3(attainable / 1e12) + " TFLOP/s");
-        var bound = intensity < ridge ? "memory" : "compute";
-        show(out.bound, bound, bound + " (" + sig3((100 * attainable) / peak) + " % of peak)");
-        svgTitle.textContent = rec.name + " " + precision + " roofline; a kernel at " + sig3(intensity) +
-          " FLOP/byte can reach at most " + sig3(attainable / 1e12) + " TFLOP/s";
-        drawRoof(svg, { xMin: Math.pow(10, INTENSITY_LOG10[0]), xMax: Math.pow(10, INTENSITY_LOG10[1]),
-          slope: rec.hbm_bytes_per_s, flat: peak, x: intensity, yScale: 1e12,
-          xLabel: "intensity (FLOP/byte)", yLabel: "TFLOP/s" });
-        note.textContent = "Below the ridge the slanted roof (bandwidth × intensity) sets the ceiling; " +
-          "above it the flat roof (the dense " + precision + " peak) does. Source: " + rec.source + ".";
-      } else {
-        var batch = current;
-        var n = Number(modelSelect.value);
-        var d = decodeCeiling(rec, precision, n, batch);
-        sliderValue.textContent = String(batch);
-        var fits = d.fitsInMemory ? "fits in " : "too big for ";
-        show(out.weights, d.weightBytes, sig3(d.weightBytes / 1e9) + " GB (" + fits +
-          sig3(d.capacityBytes / 1e9) + " GB)");
-        show(out.memory, d.memorySeconds, sig3(d.memorySeconds * 1e3) + " ms per step");
-        show(out.compute, d.computeSeconds, sig3(d.computeSeconds * 1e3) + " ms per step");
-        show(out.tokens, d.tokensPerS, sig3(d.tokensPerS) + " tokens/s");
-        show(out.perSeq, d.tokensPerSPerSequence, sig3(d.tokensPerSPerSequence) + " tokens/s");
-        show(out.bound, d.bound, d.bound + " (" + sig3(100 * d.shareOfPeak) + " % of peak)");
-        svgTitle.textContent = rec.name + " decode ceiling for a " + sig3(n / 1e9) + "B-parameter model in " +
-          precision + ": " + sig3(d.tokensPerS) + " tokens/s at batch " + batch;
-        drawRoof(svg, { xMin: 1, xMax: Math.pow(2, BATCH_LOG2_MAX),
-          slope: rec.hbm_bytes_per_s / d.weightBytes, flat: peak / (FLOP_PER_MAC * n),
-          x: batch, yScale: 1, xLabel: "batch (sequences per step)", yLabel: "tokens/s" });
-        note.textContent = (d.fitsInMemory ? "" : "The weights do not fit on one card, so this ceiling " +
-          "is unreachable there. ") + "Each step streams every weight once and serves one token per " +
-          "sequence; the KV cache is not counted. Source: " + rec.source + ".";
-      }
-      svg.insertBefore(svgTitle, svg.firstChild);
+      draw(rec, precision);
+      ui.svg.insertBefore(ui.svgTitle, ui.svg.firstChild);
     }
 
-    gpuSelect.addEventListener("change", function () { syncPrecisions(); update(); });
-    precisionSelect.addEventListener("change", update);
-    slider.addEventListener("input", function () {
-      current = mode === "intensity" ? intensityFromSlider(slider.value) : Math.pow(2, Number(slider.value));
-      update();
-    });
-    if (modelSelect) modelSelect.addEventListener("change", update);
+    gpuSelect.addEventListener("change", function () { syncPrecisions(); refresh(); });
+    precisionSelect.addEventListener("change", refresh);
     syncPrecisions();
-    update();
+    refresh();
+  }
+
+  /** Where a token's forward FLOPs go, by component; no GPU involved. */
+  function flopsExplorer(host, ui) {
+    var d0 = numberAttr(host, "data-d-model", 4096);
+    var s0 = numberAttr(host, "data-seq-len", 2048);
+    var nLayers = numberAttr(host, "data-n-layers", 32);
+    var vocab = numberAttr(host, "data-vocab", 32000);
+    var ratio = numberAttr(host, "data-ffn-ratio", 4);
+    var gated = booleanAttr(host, "data-gated", false);
+    var causal = booleanAttr(host, "data-causal", true);
+    flopShares(d0, s0, nLayers, vocab, ratio, gated, causal); // checks the markup before drawing
+
+    var seq = steppedSlider("seq_len", choices(s0, SEQ_LEN_CHOICES), s0,
+      "Sequence length in tokens (powers of two)");
+    var width = steppedSlider("d_model", choices(d0, D_MODEL_CHOICES), d0,
+      "Model width d_model in features (powers of two)");
+    ui.controls.appendChild(field("Sequence length", el("span", {}, [seq.input, seq.output])));
+    ui.controls.appendChild(field("d_model", el("span", {}, [width.input, width.output])));
+    var total = readout(ui.dl, "fwd_per_token", "Forward, per token");
+    var dFf = readout(ui.dl, "d_ff", "d_ff");
+    var parts = SHARE_PARTS.map(function (part) {
+      return { part: part, dd: readout(ui.dl, part.quantity, part.label) };
+    });
+
+    function refresh() {
+      var s = seq.value(), d = width.value();
+      var f = flopShares(d, s, nLayers, vocab, ratio, gated, causal);
+      host.setAttribute("data-current-seq-len", String(s));
+      host.setAttribute("data-current-d-model", String(d));
+      seq.output.textContent = grouped(s);
+      width.output.textContent = grouped(d);
+      show(total, f.fwdPerToken, prefixed(f.fwdPerToken, "FLOP"));
+      show(dFf, f.dFf, grouped(f.dFf) + (gated ? " (gated: 3 matrices)" : " (2 matrices)"));
+      var bars = parts.map(function (p) {
+        var share = f.shares[p.part.key];
+        show(p.dd, f[p.part.count], sig3(100 * share) + " % (" + prefixed(f[p.part.count], "FLOP") + ")");
+        p.dd.setAttribute("data-share", String(share));
+        return { key: p.part.key, label: p.part.label, share: share };
+      });
+      var largest = bars.reduce(function (a, b) { return b.share > a.share ? b : a; });
+      drawShares(ui.svg, bars);
+      ui.svgTitle.textContent = "Forward FLOPs per token at seq_len " + s + ", d_model " + d + ": " +
+        bars.map(function (b) { return b.label + " " + sig3(100 * b.share) + " %"; }).join(", ");
+      ui.svg.insertBefore(ui.svgTitle, ui.svg.firstChild);
+      ui.note.textContent = "The largest share is " + largest.label + ". " + nLayers + " layers, vocabulary " +
+        grouped(vocab) + ", d_ff = " + ratio + " × d_model; " + (causal
+          ? "causal scores count half the square (a kernel that skips masked blocks). "
+          : "scores count the full square. ") +
+        "Embedding lookups, norms and softmax count as no FLOPs.";
+    }
+
+    seq.input.addEventListener("input", refresh);
+    width.input.addEventListener("input", refresh);
+    refresh();
+  }
+
+  function mount(host) {
+    if (host.getAttribute("data-roofline-mounted")) return; // draw each explorer once
+    host.setAttribute("data-roofline-mounted", "true");
+    var mode = host.getAttribute("data-mode") || "intensity";
+    if (!Object.prototype.hasOwnProperty.call(MODES, mode)) {
+      throw new Error("unknown data-mode " + JSON.stringify(mode) + "; known modes: " +
+        Object.keys(MODES).join(", "));
+    }
+    var id = "roofline-explorer-" + ++counter;
+    host.setAttribute("role", "group");
+    host.setAttribute("aria-labelledby", id + "-title");
+    host.appendChild(el("p", { class: "roofline-explorer__title", id: id + "-title",
+      text: MODES[mode] + " (runs in this page, no kernel needed)" }));
+    var ui = frame(host);
+    if (mode === "flops") flopsExplorer(host, ui);
+    else gpuExplorer(host, ui, mode);
   }
 
   function init() {
