@@ -393,6 +393,7 @@ def measure_ceilings(
     progress: Callable[[str], Any] | None = None,
     *,
     buffer_bytes: float | None = None,
+    matmul_n: int | None = None,
 ) -> MeasuredCeilings:
     """Measure this machine's copy bandwidth and matmul throughput within about ``seconds``.
 
@@ -405,6 +406,11 @@ def measure_ceilings(
 
     About 40 % of ``seconds`` goes to the copy and 60 % to the matmul; setting up the buffers
     comes on top (a fraction of a second). ``progress`` is called with one line per step.
+
+    ``matmul_n`` (CPU): the largest square product you will compare against this roof. The
+    sweep always reaches it, whatever the time budget, because larger products run closer to
+    peak: a roof read only at smaller sizes (on a busy machine the budget runs out early) would
+    be beaten by an honest larger product.
     """
     budget_s = _positive(seconds, "seconds", "seconds")
     if progress is not None and not callable(progress):
@@ -421,9 +427,13 @@ def measure_ceilings(
     name = torch.cuda.get_device_name(0) if kind == "cuda" else _cpu_name()
     report(f"measuring {name} on {kind} for about {budget_s:.3g} s")
 
+    must_reach = 0 if matmul_n is None else _positive_int(matmul_n, "matmul_n", "rows of a square matrix")
+    if must_reach > _CPU_MATMUL_MAX_N:
+        raise ValueError(f"matmul_n must be at most {_CPU_MATMUL_MAX_N} rows, got {matmul_n!r}")
+
     bytes_per_s = _copy_bandwidth(torch, kind, buf, 0.4 * budget_s, report)
     remaining = max(budget_s - (time.perf_counter() - start), 0.25 * budget_s)
-    flops_per_s, n, precision = _matmul_throughput(torch, kind, remaining, report)
+    flops_per_s, n, precision = _matmul_throughput(torch, kind, remaining, report, must_reach)
 
     ceilings = MeasuredCeilings(
         bytes_per_s=bytes_per_s,
@@ -505,7 +515,7 @@ def _copy_bandwidth(torch, kind: str, buffer_bytes: float, budget_s: float, repo
     return best_rate
 
 
-def _matmul_throughput(torch, kind: str, budget_s: float, report) -> tuple[float, int, str]:
+def _matmul_throughput(torch, kind: str, budget_s: float, report, must_reach: int = 0) -> tuple[float, int, str]:
     if kind == "cuda":  # pragma: no cover - needs a GPU
         n = _GPU_MATMUL_N
         a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -519,8 +529,9 @@ def _matmul_throughput(torch, kind: str, budget_s: float, report) -> tuple[float
     # large ones need time, so no single n is right on every CPU.
     deadline = time.perf_counter() + budget_s
     best_rate, best_n = 0.0, 0
-    n = _CPU_MATMUL_MIN_N
-    while n <= _CPU_MATMUL_MAX_N:
+    sizes = sorted({_CPU_MATMUL_MIN_N * 2**i for i in range(5)} | ({must_reach} if must_reach else set()))
+    sizes = [s for s in sizes if _CPU_MATMUL_MIN_N <= s <= _CPU_MATMUL_MAX_N] or [must_reach]
+    for n in sizes:
         a = torch.randn(n, n, dtype=torch.float32)
         b = torch.randn(n, n, dtype=torch.float32)
         t0 = time.perf_counter()
@@ -534,12 +545,13 @@ def _matmul_throughput(torch, kind: str, budget_s: float, report) -> tuple[float
             one_s = min(one_s, time.perf_counter() - t0)
             reps += 1
         rate = 2 * n**3 / one_s  # n**3 multiply-adds, 2 FLOP each
+        report(f"matmul: fp32 {n}x{n}, best {_fmt_seconds(one_s)} -> {rate / 1e9:.3g} GFLOP/s")
         if rate > best_rate:
             best_rate, best_n = rate, n
-        # Doubling n costs 8x per product; go on only if three of them fit what is left.
-        if 3 * 8 * one_s > deadline - time.perf_counter():
+        # Doubling n costs 8x per product; go on only if three of them fit what is left, or if the
+        # caller's own size is still ahead.
+        if n >= must_reach and 3 * 8 * one_s > deadline - time.perf_counter():
             break
-        n *= 2
     rate, n = best_rate, best_n
     report(f"matmul: fp32, best {rate / 1e9:.3g} GFLOP/s at {n}x{n}")
     return rate, n, "fp32"

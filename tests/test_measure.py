@@ -265,3 +265,18 @@ def test_best_of_refuses_nothing_mixed_devices_and_other_types():
         measure.best_of(a, replace(a, device_name="another cpu"))
     with pytest.raises(TypeError, match="MeasuredCeilings"):
         measure.best_of(a, 3.0)
+
+
+def test_the_matmul_roof_always_reaches_the_callers_size():
+    lines = []
+    # a budget far too small to grow past the first size, but the caller will time 512 x 512
+    measure.measure_ceilings(seconds=0.01, buffer_bytes=8e6, matmul_n=512, progress=lines.append)
+    sizes = [line for line in lines if line.startswith("matmul: fp32 ") and "x" in line.split()[2]]
+    assert any(line.startswith("matmul: fp32 512x512") for line in sizes), lines
+
+
+def test_matmul_n_is_checked():
+    with pytest.raises(ValueError, match="matmul_n must be at most 4096 rows"):
+        measure.measure_ceilings(seconds=0.01, buffer_bytes=8e6, matmul_n=8192)
+    with pytest.raises(TypeError, match="matmul_n must be a whole number of rows"):
+        measure.measure_ceilings(seconds=0.01, buffer_bytes=8e6, matmul_n="big")
