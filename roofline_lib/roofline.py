@@ -27,6 +27,8 @@ __all__ = [
     "PLAUSIBILITY_TOLERANCE",
     "ImplausibleMeasurement",
     "Verdict",
+    "MEMORY_LEVELS",
+    "memory_bytes_per_s",
     "ridge_point",
     "attainable_flops_per_s",
     "kernel_verdict",
@@ -49,26 +51,52 @@ class ImplausibleMeasurement(ValueError):
     """A measured rate is faster than the hardware can go."""
 
 
-def ridge_point(gpu, precision: str = "bf16") -> float:
+#: Memory levels a roof can be drawn for; intensity is then FLOP per byte moved from that level.
+MEMORY_LEVELS = ("hbm", "l2")
+
+
+def memory_bytes_per_s(gpu, memory: str = "hbm") -> float:
+    """Bandwidth of one memory level in bytes/s: ``"hbm"`` (the datasheet figure) or ``"l2"``.
+
+    The registry has an L2 figure only where one can be derived (the A100's, from its
+    whitepaper); asking for it elsewhere raises ValueError naming the chips that have one.
+    """
+    spec = as_gpu(gpu)
+    if memory == "hbm":
+        return spec.hbm_bytes_per_s
+    if memory == "l2":
+        if spec.l2_bytes_per_s is None:
+            from .hardware import registry
+
+            have = ", ".join(s.name for s in registry().values() if s.l2_bytes_per_s is not None)
+            raise ValueError(f"{spec.name} has no L2 bandwidth in the registry (memory='l2'); chips that do: {have}")
+        return spec.l2_bytes_per_s
+    raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_LEVELS))}, got {memory!r}")
+
+
+def ridge_point(gpu, precision: str = "bf16", memory: str = "hbm") -> float:
     """Intensity in FLOP/byte where the memory roof meets the compute roof: peak / bandwidth."""
-    return as_gpu(gpu).ridge_point(precision)
+    spec = as_gpu(gpu)
+    return spec.peak_flops_per_s(precision) / memory_bytes_per_s(spec, memory)
 
 
-def attainable_flops_per_s(intensity, gpu, precision: str = "bf16"):
+def attainable_flops_per_s(intensity, gpu, precision: str = "bf16", memory: str = "hbm"):
     """The roofline ceiling ``min(peak, bandwidth * intensity)`` in FLOP/s.
 
     ``intensity`` (FLOP/byte) may be a number or a numpy array (for plotting);
-    every element must be positive and finite.
+    every element must be positive and finite. ``memory="l2"`` uses the L2 roof: the ceiling
+    of a kernel whose data already sits in L2, with intensity per byte moved from L2.
     """
     spec = as_gpu(gpu)
     peak = spec.peak_flops_per_s(precision)
+    bandwidth = memory_bytes_per_s(spec, memory)
     if isinstance(intensity, np.ndarray):
         arr = np.asarray(intensity, dtype=float)
         if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
             raise ValueError("intensity must hold positive finite numbers of FLOP/byte")
-        return np.minimum(peak, spec.hbm_bytes_per_s * arr)
+        return np.minimum(peak, bandwidth * arr)
     x = _positive(intensity, "intensity", "FLOP/byte")
-    return min(peak, spec.hbm_bytes_per_s * x)
+    return min(peak, bandwidth * x)
 
 
 @dataclass(frozen=True)

@@ -135,3 +135,18 @@ def test_verdict_refuses_a_precision_the_chip_lacks():
 def test_verdict_reads_as_a_sentence():
     v = rl.kernel_verdict(1e9, 1e9, 1.0, "A100")
     assert "memory-bound" in str(v) and "A100 80GB SXM" in str(v)
+
+
+def test_the_l2_roof_of_the_a100():
+    # L2: 5120 bytes/clock * 1.41e9 clocks/s = 7.2192e12 B/s; at 10 FLOP/B -> 72.2 TFLOP/s
+    assert rl.memory_bytes_per_s("A100", "l2") == pytest.approx(7.2192e12)
+    assert rl.attainable_flops_per_s(10, "A100", memory="l2") == pytest.approx(72.192e12)
+    # ridge against L2: 312e12 / 7.2192e12 = 43.2 FLOP/B, far left of the HBM ridge of 153
+    assert rl.ridge_point("A100", memory="l2") == pytest.approx(43.22, rel=1e-3)
+
+
+def test_memory_levels_the_registry_lacks_are_refused():
+    with pytest.raises(ValueError, match=r"H100 SXM has no L2 bandwidth.*A100 80GB SXM"):
+        rl.attainable_flops_per_s(10, "H100", memory="l2")
+    with pytest.raises(ValueError, match="memory must be one of 'hbm', 'l2'"):
+        rl.ridge_point("A100", memory="smem")
