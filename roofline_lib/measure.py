@@ -7,8 +7,9 @@ Three tools, in the order a measured example uses them:
   converted to seconds here). On the CPU it warms up, repeats many times, reports the median,
   and can *rotate* through several argument sets so that consecutive calls touch different
   memory and the last-level cache does not flatter the result.
-* :func:`measure_ceilings` measures the machine in front of you: copy bandwidth (bytes/s, read
-  plus write counted, on a buffer far larger than the last-level cache) and matmul throughput
+* :func:`measure_ceilings` measures the machine in front of you: streaming bandwidth (bytes/s,
+  the better of a copy and an add, reads plus writes counted, on buffers far larger than the
+  last-level cache; called "copy" in labels) and matmul throughput
   (FLOP/s, fp32 on the CPU, bf16 on a GPU; 1 multiply-add = 2 FLOP), in a bounded time.
 * :func:`measured_point` puts a kernel timed here next to its prediction on those measured
   roofs, and refuses a measurement that beats them (:class:`~roofline_lib.roofline.ImplausibleMeasurement`).
@@ -82,7 +83,8 @@ class Timing:
 class MeasuredCeilings:
     """This machine's two roofs as measured here, in SI units.
 
-    ``bytes_per_s`` counts bytes read plus bytes written by a large copy; ``flops_per_s`` is
+    ``bytes_per_s`` counts bytes read plus bytes written by the faster of a large copy and a
+    large add (STREAM-style); ``flops_per_s`` is
     the best square-matmul rate in ``precision`` (1 multiply-add = 2 FLOP).
     """
 
