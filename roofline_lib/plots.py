@@ -10,6 +10,7 @@ readers who cannot see it in ``fig.roofline_alt`` (also returned by :func:`alt_t
 """
 from __future__ import annotations
 
+import inspect
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -261,8 +262,9 @@ def alt_text(fig: Figure | None = None, **kwargs) -> str:
         if text is None:
             raise ValueError("this figure was not drawn by plot_roofline, so it carries no roofline_alt text")
         return text
-    args = dict(_DEFAULTS, **kwargs)
-    unknown = sorted(set(args) - set(_DEFAULTS))
+    defaults = _plot_defaults()
+    args = dict(defaults, **kwargs)
+    unknown = sorted(set(args) - set(defaults))
     if unknown:
         raise TypeError(f"alt_text got unexpected keyword argument(s): {', '.join(unknown)}")
     args.pop("ax")
@@ -360,16 +362,9 @@ def _draw(plan: _Plan, ax, *, legend_outside: bool) -> None:
         ax.legend(fontsize=8)
 
 
-_DEFAULTS = dict(
-    gpus=("A100",),
-    precisions=("bf16",),
-    points=(),
-    ax=None,
-    memory_roofs=("hbm",),
-    measured=None,
-    title=None,
-    intensity_range=(1 / 16, 4096),
-)
+def _plot_defaults() -> dict:
+    """plot_roofline's keyword defaults, read from its signature so they are written once."""
+    return {name: p.default for name, p in inspect.signature(plot_roofline).parameters.items()}
 
 
 def save_roofline(path, **kwargs) -> Figure:
