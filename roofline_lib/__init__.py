@@ -3,12 +3,14 @@
 Layers, each importing only the ones above it:
 
     hardware   -> the GPU registry (datasheet numbers, SI units)
+    interconnect -> the link registry beside it: NVLink, PCIe, InfiniBand, 8-GPU nodes
     roofline   -> ridge point, attainable FLOP/s, kernel verdict, plausibility guard
     ops        -> FLOPs and bytes of single operations (GEMM, GEMV, norms, attention...)
     transformer-> model-level FLOP counts and conventions (6N, three-term)
     audit      -> FlopCounterMode-based FLOP audit of real torch graphs
     inference  -> decode ceilings, weight-GEMM intensity, KV cache, quantisation
     training   -> MFU/HFU, training bills, precision sweep
+    comms      -> alpha-beta collective costs, the communication roofline, live gloo/NCCL timing
     measure    -> timing (do_bench on CUDA, careful CPU fallback), this machine's ceilings
     plots      -> matplotlib rooflines
     widgets    -> ipywidgets explorers
@@ -32,6 +34,10 @@ from .inference import *  # noqa: F401,F403
 from .inference import __all__ as _inference_all
 from .training import *  # noqa: F401,F403
 from .training import __all__ as _training_all
+from .interconnect import *  # noqa: F401,F403
+from .interconnect import __all__ as _interconnect_all
+from .comms import *  # noqa: F401,F403  (torch is imported only inside measure_collectives)
+from .comms import __all__ as _comms_all
 
 # audit (torch), measure, plots, widgets, diagnose, kernels, records, export and grading
 # are imported on demand:
@@ -46,4 +52,6 @@ __all__ = [
     *_transformer_all,
     *_inference_all,
     *_training_all,
+    *_interconnect_all,
+    *_comms_all,
 ]

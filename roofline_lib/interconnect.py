@@ -1,0 +1,350 @@
+"""The interconnect registry: the links between GPUs and between nodes, beside the GPU registry.
+
+Every figure is SI: bytes per second **in one direction**. Vendors print link speeds two ways,
+and mixing them is the interconnect's version of the sparse-peak bug:
+
+* NVLink and PCIe datasheets print the sum of both directions ("NVLink 900 GB/s" on the H100 is
+  450 GB/s out plus 450 GB/s in);
+* InfiniBand prints one direction, in bits ("NDR 400 Gb/s" is 50e9 bytes/s each way).
+
+The registry stores the one-direction figure (``bytes_per_s``), because that is what a rank can
+send while it receives, and it is the figure the NCCL tests' *bus bandwidth* is compared with.
+``bidirectional_bytes_per_s`` gives back the sum the NVLink and PCIe datasheets print. Figures are
+signalling rates: PCIe's 128b/130b line code and packet headers, and InfiniBand's, leave a few
+percent less for payload, so every figure here is a ceiling, never an expectation.
+
+Three tables:
+
+* :func:`link` -- one kind of link (NVLink 3/4/5, PCIe 4/5 x16, InfiniBand HDR/NDR/XDR ports);
+* :func:`gpu_links` -- which links each GPU of :mod:`roofline_lib.hardware` has;
+* :func:`node` -- the 8-GPU boards the course uses (A100, H100, B200), with their NVLink inside the
+  node and their InfiniBand ports to other nodes.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from ._checks import _positive, _positive_int
+from .hardware import GPUSpec, as_gpu
+from .hardware import registry as gpu_registry
+
+__all__ = [
+    "LINK_KINDS",
+    "LinkSpec",
+    "NodeSpec",
+    "as_link",
+    "gpu_links",
+    "gpu_links_source",
+    "known_links",
+    "known_nodes",
+    "link",
+    "link_registry",
+    "node",
+    "node_registry",
+]
+
+#: The families of link the registry knows.
+LINK_KINDS = ("nvlink", "pcie", "infiniband")
+
+_G = 1e9  # one giga (bytes or bits)
+_GBIT = 1e9 / 8  # one gigabit, in bytes
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """One link's datasheet speed, per GPU (NVLink, PCIe) or per port (InfiniBand), in SI units.
+
+    ``bytes_per_s`` is one direction; ``lanes`` counts what the datasheet multiplies (NVLink links
+    per GPU, PCIe lanes, InfiniBand lanes per port); ``per`` says what one figure belongs to.
+    """
+
+    name: str
+    kind: str
+    bytes_per_s: float
+    lanes: int
+    per: str
+    source: str
+    aliases: tuple[str, ...] = ()
+    notes: str = ""
+    key: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        if self.kind not in LINK_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(LINK_KINDS)}, got {self.kind!r}")
+        _positive(self.bytes_per_s, "bytes_per_s", "bytes per second (one direction)")
+        _positive_int(self.lanes, "lanes", "links or lanes")
+
+    @property
+    def bidirectional_bytes_per_s(self) -> float:
+        """Both directions together: the figure NVLink and PCIe datasheets print."""
+        return 2 * self.bytes_per_s
+
+    @property
+    def bits_per_s(self) -> float:
+        """One direction in bits per second: the figure InfiniBand names its speeds by."""
+        return 8 * self.bytes_per_s
+
+
+def _link(key, name, *, kind, bytes_per_s, lanes, per, source, aliases=(), notes="") -> LinkSpec:
+    return LinkSpec(name=name, kind=kind, bytes_per_s=bytes_per_s, lanes=lanes, per=per,
+                    source=source, aliases=tuple(aliases), notes=notes, key=key)
+
+
+_PER_GPU = "GPU (all its links of this kind together)"
+_PER_PORT = "port (one network adapter port)"
+_PER_SLOT = "x16 slot"
+
+_LINKS: dict[str, LinkSpec] = {
+    spec.key: spec
+    for spec in (
+        _link(
+            "nvlink3", "NVLink 3", kind="nvlink",
+            bytes_per_s=600 * _G / 2, lanes=12, per=_PER_GPU,
+            source="NVIDIA A100 Tensor Core GPU datasheet (2021): NVLink 600 GB/s",
+            aliases=("nvlink 3", "nvlink-3", "nvlink3.0", "a100 nvlink"),
+            notes="The datasheet's 600 GB/s is both directions of 12 links (25 GB/s each way per link).",
+        ),
+        _link(
+            "nvlink4", "NVLink 4", kind="nvlink",
+            bytes_per_s=900 * _G / 2, lanes=18, per=_PER_GPU,
+            source="NVIDIA H100 Tensor Core GPU datasheet (2023), H100 SXM column: NVLink 900 GB/s",
+            aliases=("nvlink 4", "nvlink-4", "h100 nvlink"),
+            notes="The datasheet's 900 GB/s is both directions of 18 links (25 GB/s each way per link).",
+        ),
+        _link(
+            "nvlink4-bridge", "NVLink 4 bridge (H100 PCIe pairs)", kind="nvlink",
+            bytes_per_s=600 * _G / 2, lanes=12, per="GPU pair joined by NVLink bridges",
+            source="NVIDIA H100 Tensor Core GPU datasheet (2023), H100 PCIe column: NVLink 600 GB/s",
+            aliases=("nvlink bridge", "h100 pcie nvlink"),
+            notes="Bridges join two cards only; there is no switch, so it reaches one peer.",
+        ),
+        _link(
+            "nvlink5", "NVLink 5", kind="nvlink",
+            bytes_per_s=1.8e12 / 2, lanes=18, per=_PER_GPU,
+            source="NVIDIA HGX B200 datasheet (2024): fifth-generation NVLink, 1.8 TB/s per GPU",
+            aliases=("nvlink 5", "nvlink-5", "b200 nvlink"),
+            notes="The datasheet's 1.8 TB/s is both directions of 18 links (50 GB/s each way per link).",
+        ),
+        _link(
+            "pcie4-x16", "PCIe 4.0 x16", kind="pcie",
+            bytes_per_s=16 * 16 * _GBIT, lanes=16, per=_PER_SLOT,
+            source="PCI-SIG PCI Express Base Specification 4.0 (2017): 16 GT/s per lane; "
+            "NVIDIA A100 datasheet: PCIe Gen4 64 GB/s",
+            aliases=("pcie4", "pcie 4", "pcie gen4", "pcie 4.0", "pcie4 x16"),
+            notes="16 GT/s x 16 lanes / 8 bits = 32 GB/s each way (64 GB/s both, as datasheets print); "
+            "the 128b/130b line code leaves 31.5 GB/s of payload.",
+        ),
+        _link(
+            "pcie5-x16", "PCIe 5.0 x16", kind="pcie",
+            bytes_per_s=32 * 16 * _GBIT, lanes=16, per=_PER_SLOT,
+            source="PCI-SIG PCI Express Base Specification 5.0 (2019): 32 GT/s per lane; "
+            "NVIDIA H100 datasheet: PCIe Gen5 128 GB/s",
+            aliases=("pcie5", "pcie 5", "pcie gen5", "pcie 5.0", "pcie5 x16"),
+            notes="32 GT/s x 16 lanes / 8 bits = 64 GB/s each way (128 GB/s both, as datasheets print); "
+            "the 128b/130b line code leaves 63 GB/s of payload.",
+        ),
+        _link(
+            "ib-hdr", "InfiniBand HDR", kind="infiniband",
+            bytes_per_s=200 * _GBIT, lanes=4, per=_PER_PORT,
+            source="NVIDIA ConnectX-6 VPI adapter datasheet: HDR InfiniBand, 200 Gb/s per port",
+            aliases=("hdr", "infiniband hdr", "ib hdr", "hdr200", "connectx-6"),
+            notes="200 Gb/s each way = 25 GB/s.",
+        ),
+        _link(
+            "ib-ndr", "InfiniBand NDR", kind="infiniband",
+            bytes_per_s=400 * _GBIT, lanes=4, per=_PER_PORT,
+            source="NVIDIA ConnectX-7 adapter datasheet: NDR InfiniBand, 400 Gb/s per port",
+            aliases=("ndr", "infiniband ndr", "ib ndr", "ndr400", "connectx-7"),
+            notes="400 Gb/s each way = 50 GB/s.",
+        ),
+        _link(
+            "ib-xdr", "InfiniBand XDR", kind="infiniband",
+            bytes_per_s=800 * _GBIT, lanes=4, per=_PER_PORT,
+            source="NVIDIA ConnectX-8 SuperNIC datasheet: XDR InfiniBand, 800 Gb/s per port",
+            aliases=("xdr", "infiniband xdr", "ib xdr", "xdr800", "connectx-8"),
+            notes="800 Gb/s each way = 100 GB/s.",
+        ),
+    )
+}
+
+# Which links each GPU of the GPU registry has, fastest first, with the datasheet that says so.
+_GPU_LINKS: dict[str, tuple[tuple[str, ...], str]] = {
+    "a100-80gb-sxm": (("nvlink3", "pcie4-x16"), "NVIDIA A100 datasheet: NVLink 600 GB/s, PCIe Gen4 64 GB/s"),
+    "a100-40gb-sxm": (("nvlink3", "pcie4-x16"), "NVIDIA A100 datasheet: NVLink 600 GB/s, PCIe Gen4 64 GB/s"),
+    "h100-sxm": (("nvlink4", "pcie5-x16"), "NVIDIA H100 datasheet, SXM: NVLink 900 GB/s, PCIe Gen5 128 GB/s"),
+    "h100-pcie": (("nvlink4-bridge", "pcie5-x16"),
+                  "NVIDIA H100 datasheet, PCIe: NVLink bridge 600 GB/s, PCIe Gen5 128 GB/s"),
+    "h200": (("nvlink4", "pcie5-x16"), "NVIDIA H200 datasheet, SXM: NVLink 900 GB/s, PCIe Gen5 128 GB/s"),
+    "b200": (("nvlink5", "pcie5-x16"),
+             "NVIDIA HGX B200 datasheet: NVLink 1.8 TB/s per GPU; NVIDIA DGX B200 user guide: PCIe Gen5 host"),
+    "l4": (("pcie4-x16",), "NVIDIA L4 datasheet: PCIe Gen4 x16 64 GB/s, no NVLink"),
+}
+
+# every GPU of the GPU registry must say which links it has
+assert set(_GPU_LINKS) == set(gpu_registry()), "interconnect: a registry GPU has no links entry"
+
+_LINK_ALIASES: dict[str, str] = {}
+for _key, _s in _LINKS.items():
+    for _name in (_key, _s.name.lower(), *_s.aliases):
+        _LINK_ALIASES[_name.lower()] = _key
+
+
+def _normalise(name: str) -> str:
+    return " ".join(name.strip().lower().replace("_", "-").split())
+
+
+def _lookup(name, table: Mapping, aliases: Mapping[str, str], what: str, example: str):
+    if not isinstance(name, str):
+        raise TypeError(f"{what} name must be a string such as {example!r}, got {type(name).__name__} {name!r}")
+    norm = _normalise(name)
+    for candidate in (norm, norm.replace(" ", "-"), norm.replace("-", " ")):
+        if candidate in aliases:
+            return table[aliases[candidate]]
+    known = ", ".join(f"{k} ({s.name})" for k, s in table.items())
+    raise ValueError(f"unknown {what} {name!r}; known {what}s: {known}")
+
+
+def known_links() -> tuple[str, ...]:
+    """Link keys, in a stable order (NVLink, then PCIe, then InfiniBand)."""
+    return tuple(_LINKS)
+
+
+def link_registry() -> Mapping[str, LinkSpec]:
+    """A read-only view of every link."""
+    return MappingProxyType(_LINKS)
+
+
+def link(name: str) -> LinkSpec:
+    """Look a link up by name, case-insensitively, with aliases ("NDR" is InfiniBand NDR).
+
+    >>> link("nvlink 4").bytes_per_s
+    450000000000.0
+    """
+    return _lookup(name, _LINKS, _LINK_ALIASES, "link", "NVLink 4")
+
+
+def as_link(value) -> LinkSpec:
+    """Accept a LinkSpec or a name; everything that takes ``link=`` goes through here."""
+    if isinstance(value, LinkSpec):
+        return value
+    if isinstance(value, str):
+        return link(value)
+    raise TypeError(
+        f"link must be a LinkSpec or a link name such as 'NVLink 4', got {type(value).__name__} {value!r}"
+    )
+
+
+def gpu_links(gpu) -> tuple[LinkSpec, ...]:
+    """The links a registry GPU has, fastest first (its NVLink, if any, then its PCIe slot)."""
+    spec: GPUSpec = as_gpu(gpu)
+    keys, _source = _GPU_LINKS[spec.key]
+    return tuple(_LINKS[k] for k in keys)
+
+
+def gpu_links_source(gpu) -> str:
+    """The datasheet that lists a registry GPU's links."""
+    return _GPU_LINKS[as_gpu(gpu).key][1]
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One multi-GPU board: its GPUs, the link between them inside the node, and its network ports.
+
+    ``scale_up`` joins every GPU of the node to every other (through NVSwitch chips), at its full
+    per-GPU rate; ``scale_out`` is the kind of network port, ``scale_out_ports`` how many the node
+    has for the compute network (one per GPU on all three boards).
+    """
+
+    name: str
+    gpu: GPUSpec
+    n_gpus: int
+    scale_up: LinkSpec
+    scale_out: LinkSpec
+    scale_out_ports: int
+    source: str
+    aliases: tuple[str, ...] = ()
+    notes: str = ""
+    key: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        _positive_int(self.n_gpus, "n_gpus", "GPUs")
+        _positive_int(self.scale_out_ports, "scale_out_ports", "ports")
+        if not isinstance(self.gpu, GPUSpec):
+            raise TypeError(f"gpu must be a GPUSpec, got {type(self.gpu).__name__} {self.gpu!r}")
+        for name in ("scale_up", "scale_out"):
+            if not isinstance(getattr(self, name), LinkSpec):
+                raise TypeError(f"{name} must be a LinkSpec, got {getattr(self, name)!r}")
+
+    @property
+    def scale_up_bytes_per_s(self) -> float:
+        """One GPU's one-direction bandwidth to the other GPUs of its node."""
+        return self.scale_up.bytes_per_s
+
+    @property
+    def scale_out_bytes_per_s_per_gpu(self) -> float:
+        """One GPU's one-direction share of the node's network ports."""
+        return self.scale_out.bytes_per_s * self.scale_out_ports / self.n_gpus
+
+    @property
+    def scale_out_bytes_per_s(self) -> float:
+        """The whole node's one-direction bandwidth to other nodes."""
+        return self.scale_out.bytes_per_s * self.scale_out_ports
+
+
+def _node(key, name, *, gpu, n_gpus, scale_up, scale_out, ports, source, aliases=(), notes=""):
+    return NodeSpec(
+        name=name, gpu=gpu_registry()[gpu], n_gpus=n_gpus, scale_up=_LINKS[scale_up],
+        scale_out=_LINKS[scale_out], scale_out_ports=ports, source=source, aliases=tuple(aliases),
+        notes=notes, key=key,
+    )
+
+
+_NODES: dict[str, NodeSpec] = {
+    spec.key: spec
+    for spec in (
+        _node(
+            "8x-a100", "8x A100 80GB SXM (DGX A100 / HGX A100 8-GPU)", gpu="a100-80gb-sxm", n_gpus=8,
+            scale_up="nvlink3", scale_out="ib-hdr", ports=8,
+            source="NVIDIA DGX A100 datasheet: 8x A100, six NVSwitches, 8x single-port ConnectX-6 "
+            "200 Gb/s HDR InfiniBand for the compute network",
+            aliases=("dgx a100", "hgx a100", "8xa100", "a100 node"),
+        ),
+        _node(
+            "8x-h100", "8x H100 SXM (DGX H100 / HGX H100 8-GPU)", gpu="h100-sxm", n_gpus=8,
+            scale_up="nvlink4", scale_out="ib-ndr", ports=8,
+            source="NVIDIA DGX H100/H200 documentation: 8x H100 SXM, four NVSwitch chips, "
+            "eight single-port ConnectX-7 at up to 400 Gb/s for the compute network",
+            aliases=("dgx h100", "hgx h100", "8xh100", "h100 node"),
+        ),
+        _node(
+            "8x-b200", "8x B200 (DGX B200 / HGX B200)", gpu="b200", n_gpus=8,
+            scale_up="nvlink5", scale_out="ib-ndr", ports=8,
+            source="NVIDIA DGX B200 user guide: 8x B200, two fifth-generation NVLink switches "
+            "(14.4 TB/s aggregate), 8x single-port ConnectX-7 at up to 400 Gb/s InfiniBand",
+            aliases=("dgx b200", "hgx b200 node", "8xb200", "b200 node"),
+            notes="14.4 TB/s aggregate = 8 GPUs x 1.8 TB/s, both directions.",
+        ),
+    )
+}
+
+_NODE_ALIASES: dict[str, str] = {}
+for _key, _n in _NODES.items():
+    for _name in (_key, _n.name.lower(), *_n.aliases):
+        _NODE_ALIASES[_name.lower()] = _key
+
+
+def known_nodes() -> tuple[str, ...]:
+    """Node keys, in a stable order."""
+    return tuple(_NODES)
+
+
+def node_registry() -> Mapping[str, NodeSpec]:
+    """A read-only view of every node."""
+    return MappingProxyType(_NODES)
+
+
+def node(name: str) -> NodeSpec:
+    """Look a node up by name ("8x H100", "DGX H100", "8x-h100")."""
+    return _lookup(name, _NODES, _NODE_ALIASES, "node", "8x H100")
