@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from ._checks import _positive, _positive_int
 
 __all__ = [
+    "FLOP_PER_MAC",
     "OpCount",
     "gemm_flops",
     "gemm_bytes",
@@ -54,6 +55,10 @@ __all__ = [
     "attention_bytes_fused",
     "attention",
 ]
+
+#: One multiply-accumulate is a multiply and an add: 2 FLOP. Written here once; every count
+#: of a matrix product in the library goes through :func:`gemm_flops` or :func:`gemv_flops`.
+FLOP_PER_MAC = 2
 
 #: LayerNorm, per element of x: sum for the mean (1), subtract the mean (1), square (1),
 #: sum the squares (1), scale by 1/sigma (1), multiply by gamma (1), add beta (1).
@@ -113,7 +118,7 @@ def gemm_flops(m, n, k) -> int:
     m = _positive_int(m, "m", "rows")
     n = _positive_int(n, "n", "columns")
     k = _positive_int(k, "k", "elements (inner dimension)")
-    return 2 * m * n * k
+    return FLOP_PER_MAC * m * n * k  # m * n outputs, k multiply-accumulates each
 
 
 def gemm_bytes(m, n, k, bytes_per_elem=2) -> float:
@@ -137,7 +142,7 @@ def gemv_flops(m, k) -> int:
     """FLOPs of ``y[m] = A[m x k] @ x[k]``: ``2 * m * k``."""
     m = _positive_int(m, "m", "rows")
     k = _positive_int(k, "k", "elements (inner dimension)")
-    return 2 * m * k
+    return FLOP_PER_MAC * m * k  # m outputs, k multiply-accumulates each
 
 
 def gemv_bytes(m, k, bytes_per_elem=2) -> float:
@@ -302,7 +307,7 @@ def attention_flops(batch, heads, seq_q, seq_k, head_dim, causal=False) -> int:
     h = _positive_int(heads, "heads", "attention heads")
     dh = _positive_int(head_dim, "head_dim", "elements per head")
     entries = attention_score_entries(seq_q, seq_k, causal)
-    return b * h * entries * 4 * dh  # 2*dh for QK^T + 2*dh for PV
+    return b * h * entries * 2 * FLOP_PER_MAC * dh  # dh MACs for QK^T + dh MACs for PV
 
 
 def _kv_heads(kv_heads, heads: int) -> int:

@@ -6,6 +6,8 @@ Counting conventions (all SI: FLOP, bytes, seconds):
 * ``"three-term"``: 6 N + 6 L s d FLOP per token. The added term is the causal attention-score
   work (2 s d per layer forward, each query seeing s/2 keys on average) carried through forward
   and backward. It matters for deep, thin or long-context models, where 6N under-counts.
+* ``"full-square"``: 6 N + 12 L s a, the whole score square with a = heads x head size: the
+  convention PaLM reported MFU with, and several large-model papers after it.
 
 MFU (model FLOPs utilisation) counts only the FLOPs the model defines; HFU (hardware FLOPs
 utilisation) adds the forward passes recomputed by activation checkpointing, so HFU >= MFU.
@@ -17,11 +19,11 @@ from dataclasses import dataclass
 
 from ._checks import _fraction, _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
-from .roofline import ImplausibleMeasurement, kernel_verdict
-from .transformer import TRAINING_CONVENTIONS, _convention_key, training_flops_per_token
+from .roofline import ImplausibleMeasurement, Roof, check_plausible, kernel_verdict
+from .transformer import TransformerConfig, training_convention, training_flops_per_token
 
 __all__ = [
-    "CONVENTIONS",
+    "RECOMPUTE",
     "mfu",
     "hfu",
     "expected_tokens_per_s",
@@ -31,10 +33,15 @@ __all__ = [
     "precision_sweep",
 ]
 
-#: The per-token training FLOP conventions this module understands.
-CONVENTIONS = tuple(TRAINING_CONVENTIONS)
-
-_FORWARD_SHARE = 1 / 3  # forward = 2N of 6N: the backward pass costs twice the forward
+#: What activation recomputation re-runs in the backward pass, for :func:`hfu`.
+RECOMPUTE = {
+    "none": "nothing is recomputed: hardware FLOPs = model FLOPs",
+    "attention": (
+        "selective recompute: only the attention core (Q K^T, softmax, P V) runs again, "
+        "one more forward of the score term (Korthikanti et al. 2022)"
+    ),
+    "full": "full activation checkpointing: the whole forward runs again (6N becomes 8N)",
+}
 
 _MFU_CAUSES = (
     "likely causes: a sparse (2:4) peak used instead of the dense one, the wrong GPU count, "
@@ -44,9 +51,20 @@ _MFU_CAUSES = (
 )
 
 
-def _training_flops_per_token(n_params, convention="6N", n_layers=None, d_model=None, seq_len=None) -> float:
-    """Training FLOP per token under ``convention``; the formula lives in the transformer layer."""
-    return training_flops_per_token(n_params, n_layers, d_model, seq_len, convention=convention)
+def _flops_per_token(n_params, convention, n_layers, d_model, seq_len, attention_dim=None) -> float:
+    """Training FLOP per token under ``convention``; the formula lives in the transformer layer.
+
+    ``n_params`` may be a :class:`~roofline_lib.transformer.TransformerConfig`: its active
+    parameters and its shape are then used, and the shape arguments must be left out.
+    """
+    if isinstance(n_params, TransformerConfig):
+        given = [k for k, v in (("n_layers", n_layers), ("d_model", d_model), ("seq_len", seq_len),
+                                ("attention_dim", attention_dim)) if v is not None]
+        if given:
+            raise ValueError(f"pass either a TransformerConfig or {', '.join(given)}, not both")
+        return n_params.training_flops_per_token(convention)
+    return training_flops_per_token(n_params, n_layers, d_model, seq_len, convention,
+                                    attention_dim=attention_dim)
 
 
 def _utilisation(flops_per_token, tokens_per_s, n_gpus, gpu, precision, what) -> float:
@@ -56,53 +74,90 @@ def _utilisation(flops_per_token, tokens_per_s, n_gpus, gpu, precision, what) ->
     achieved_flops_per_s = flops_per_token * rate
     peak_flops_per_s = cards * spec.peak_flops_per_s(precision)  # dense peak of every card
     util = achieved_flops_per_s / peak_flops_per_s
-    if util > 1.0:
+    # the one plausibility rule (roofline.check_plausible), against the peak of every card
+    cluster = Roof(peak_flops_per_s, cards * spec.hbm_bytes_per_s, f"{cards} x {spec.name}",
+                   compute_label=f"dense {precision} peak of {cards} x {spec.name}")
+    try:
+        check_plausible(achieved_flops_per_s, 0.0, cluster, what=what)
+    except ImplausibleMeasurement:
         raise ImplausibleMeasurement(
             f"{what} of {util:.1%} is impossible: {achieved_flops_per_s / 1e15:.4g} PFLOP/s against "
             f"{cards} x {spec.name} at a dense {precision} peak of "
             f"{peak_flops_per_s / 1e15:.4g} PFLOP/s; {_MFU_CAUSES}"
-        )
+        ) from None
     return util
 
 
 def mfu(n_params, tokens_per_s, n_gpus, gpu, precision="bf16", convention="6N",
-        n_layers=None, d_model=None, seq_len=None) -> float:
+        n_layers=None, d_model=None, seq_len=None, *, attention_dim=None) -> float:
     """Model FLOPs utilisation: model FLOP/s over the dense peak of all ``n_gpus`` cards.
 
-    flops_per_token  = 6 N ("6N") or 6 N + 6 L s d ("three-term")
+    flops_per_token  = 6 N ("6N"), 6 N + 6 L s a ("three-term") or 6 N + 12 L s a ("full-square"),
+                       a = ``attention_dim`` (heads x head size, default d_model); see
+                       :data:`~roofline_lib.transformer.TRAINING_CONVENTIONS` for who uses which.
+                       ``n_params`` may be a TransformerConfig (its active parameters and shape).
     achieved FLOP/s  = flops_per_token * tokens_per_s   (global tokens/s, all cards together)
     peak FLOP/s      = n_gpus * dense peak in ``precision``
     MFU              = achieved / peak, a fraction
 
-    Raises ImplausibleMeasurement (a ValueError) when the result is above 1, naming the usual
+    Raises ImplausibleMeasurement (a ValueError) when the result is above 1 by more than the
+    plausibility tolerance (``roofline.PLAUSIBILITY_TOLERANCE``), naming the usual
     mistakes behind such a number.
     """
-    per_token = _training_flops_per_token(n_params, convention, n_layers, d_model, seq_len)
+    per_token = _flops_per_token(n_params, convention, n_layers, d_model, seq_len, attention_dim)
     return _utilisation(per_token, tokens_per_s, n_gpus, gpu, precision, "MFU")
 
 
 def hfu(n_params, tokens_per_s, n_gpus, gpu, precision="bf16", convention="6N",
-        n_layers=None, d_model=None, seq_len=None, recompute_fraction=0.0) -> float:
+        n_layers=None, d_model=None, seq_len=None, recompute_fraction=0.0, *, recompute=None,
+        attention_dim=None) -> float:
     """Hardware FLOPs utilisation: MFU plus the FLOPs spent recomputing activations.
 
-    ``recompute_fraction`` is the extra forward work as a fraction of one forward pass (full
-    activation checkpointing = 1.0, no recomputation = 0.0). The forward is one third of the
-    training FLOPs, so hardware FLOP per token = model FLOP per token * (1 + recompute_fraction / 3):
-    8N instead of 6N under full checkpointing. HFU >= MFU always; both are refused above 1.
+    Say what is recomputed with ``recompute`` (see :data:`RECOMPUTE`):
+
+    * ``"none"``: hardware FLOP per token = model FLOP per token.
+    * ``"attention"`` (selective recompute, Korthikanti et al. 2022): the attention core runs
+      again, adding one forward of the convention's score term (``2 L s a`` causal,
+      ``4 L s a`` full-square). Under ``"6N"``, which counts no scores, this is refused.
+    * ``"full"``: the whole forward runs again, one third of the training FLOPs: 8N for 6N.
+
+    Or, the older way, ``recompute_fraction``: the extra forward work as a fraction of one
+    forward pass (1.0 = full, 0.0 = none): model FLOP * (1 + recompute_fraction / 3).
+    HFU >= MFU always; both are refused above the peak by the one plausibility rule.
     """
     r = _fraction(recompute_fraction, "recompute_fraction", allow_zero=True)
-    per_token = _training_flops_per_token(n_params, convention, n_layers, d_model, seq_len)
-    hardware_per_token = per_token * (1 + r * _FORWARD_SHARE)
-    return _utilisation(hardware_per_token, tokens_per_s, n_gpus, gpu, precision, "HFU")
+    per_token = _flops_per_token(n_params, convention, n_layers, d_model, seq_len, attention_dim)
+    forward = per_token / 3  # the forward is one third: the backward costs two forwards
+    if recompute is None:
+        extra = r * forward
+    else:
+        if recompute not in RECOMPUTE:
+            raise ValueError(f"recompute must be one of {', '.join(map(repr, RECOMPUTE))}, got {recompute!r}")
+        if r:
+            raise ValueError("pass recompute= or recompute_fraction=, not both")
+        if recompute == "full":
+            extra = forward
+        elif recompute == "none":
+            extra = 0.0
+        else:
+            n = n_params.active_params() if isinstance(n_params, TransformerConfig) else n_params
+            scores_fwd = (per_token - 6 * float(n)) / 3  # the convention's score term, forward only
+            if scores_fwd <= 0:
+                raise ValueError(
+                    f"recompute='attention' adds the attention-score forward, which convention "
+                    f"{training_convention(convention)!r} does not count; use 'three-term' or 'full-square'"
+                )
+            extra = scores_fwd
+    return _utilisation(per_token + extra, tokens_per_s, n_gpus, gpu, precision, "HFU")
 
 
 def expected_tokens_per_s(n_params, n_gpus, gpu, target_mfu, precision="bf16", convention="6N",
-                          n_layers=None, d_model=None, seq_len=None) -> float:
+                          n_layers=None, d_model=None, seq_len=None, *, attention_dim=None) -> float:
     """Global training tokens/s that ``target_mfu`` implies: MFU * n_gpus * dense peak / FLOP per token."""
     spec = as_gpu(gpu)
     cards = _positive_int(n_gpus, "n_gpus", "GPUs")
     target = _fraction(target_mfu, "target_mfu")
-    per_token = _training_flops_per_token(n_params, convention, n_layers, d_model, seq_len)
+    per_token = _flops_per_token(n_params, convention, n_layers, d_model, seq_len, attention_dim)
     useful_flops_per_s = target * cards * spec.peak_flops_per_s(precision)
     return useful_flops_per_s / per_token
 
@@ -133,7 +188,8 @@ class TrainingBill:
 
 
 def training_bill(n_params, n_tokens, n_gpus, gpu, mfu, precision="bf16", convention="6N",
-                  n_layers=None, d_model=None, seq_len=None, usd_per_gpu_hour=None) -> TrainingBill:
+                  n_layers=None, d_model=None, seq_len=None, usd_per_gpu_hour=None, *,
+                  attention_dim=None) -> TrainingBill:
     """Turn a plan (model, tokens, cards, MFU) into FLOP, time, GPU-hours and, given a price, cost.
 
     flops_per_token = per ``convention``;  total_flops = flops_per_token * n_tokens
@@ -147,7 +203,7 @@ def training_bill(n_params, n_tokens, n_gpus, gpu, mfu, precision="bf16", conven
     price = None
     if usd_per_gpu_hour is not None:
         price = _positive(usd_per_gpu_hour, "usd_per_gpu_hour", "US dollars per GPU-hour", allow_zero=True)
-    per_token = _training_flops_per_token(n_params, convention, n_layers, d_model, seq_len)
+    per_token = _flops_per_token(n_params, convention, n_layers, d_model, seq_len, attention_dim)
     total_flops = per_token * tokens
     tokens_per_s = target * cards * spec.peak_flops_per_s(precision) / per_token
     seconds = tokens / tokens_per_s
@@ -157,7 +213,7 @@ def training_bill(n_params, n_tokens, n_gpus, gpu, mfu, precision="bf16", conven
         n_gpus=cards,
         n_tokens=tokens,
         mfu=target,
-        convention=_convention_key(convention),
+        convention=training_convention(convention),
         flops_per_token=per_token,
         total_flops=total_flops,
         tokens_per_s=tokens_per_s,
@@ -212,7 +268,7 @@ def precision_sweep(flops, elems, seconds_by_dtype, gpu) -> dict[str, SweepRow]:
         except ImplausibleMeasurement as err:
             raise ImplausibleMeasurement(f"{dtype} timing of {seconds!r} s: {err}") from None
         rows[dtype] = SweepRow(
-            dtype=verdict.precision,
+            dtype=str(dtype).lower(),
             seconds=verdict.seconds,
             bytes_moved=verdict.bytes_moved,
             intensity=verdict.intensity,

@@ -1,39 +1,48 @@
-"""Model-level FLOP counts of a decoder-only transformer, and the conventions behind them.
+"""Model-level counts of a decoder-only transformer: parameters, FLOPs and the conventions behind them.
 
 Symbols: ``d`` = d_model, ``d_ff`` = FFN inner width, ``L`` = layers, ``s`` = sequence
-length, ``V`` = vocabulary, ``N`` = parameters. 1 multiply-accumulate = 2 FLOP.
+length, ``V`` = vocabulary, ``H`` = query heads, ``G`` = key/value heads, ``h`` = head size.
+A model is a :class:`TransformerConfig`; everything here is counted from the list of
+weight matrices it holds (:meth:`TransformerConfig.weight_matrices`):
 
-Forward FLOPs per token, per layer (what :func:`transformer_flops_per_token` adds up):
+* attention: Q ``d x H h``, K and V ``d x G h`` each, O ``H h x d``. Multi-head attention has
+  ``G = H``, grouped-query ``1 < G < H``, multi-query ``G = 1``; ``H h`` need not be ``d``
+  (PaLM: 48 heads of 256 at ``d = 18432``).
+* FFN: up and down ``d x d_ff`` (plain), plus a gate for a gated FFN (SwiGLU, GeGLU). In a
+  mixture-of-experts layer each of ``n_experts`` experts is such an FFN, a router
+  (``d x n_experts``) picks ``experts_per_token`` of them per token, and
+  ``n_shared_experts`` more run for every token.
 
-* Q, K, V and O projections, four ``d x d`` matrices: ``4 * 2 * d**2``.
-* Attention scores, ``Q K^T`` and ``P V``: ``4 * s * d`` if every query saw all ``s``
-  keys; ``2 * s * d`` with a causal mask, because on average a query sees ``s / 2``
-  keys. The halving is the convention of a kernel that skips masked blocks
-  (FlashAttention, PyTorch's fused SDPA kernels). An implementation that computes
-  the full square and then masks it really does the ``4 * s * d``. The exact kept
-  count is ``s * (s + 1) / 2`` entries, not ``s**2 / 2``: a ``(s + 1) / s`` difference
-  (:func:`roofline_lib.ops.attention_score_entries`).
-* FFN: two ``d x d_ff`` matrices (``4 * d * d_ff``), or three for a gated FFN such as
-  SwiGLU (``6 * d * d_ff``).
-
-Once per token: the unembedding (logits) ``2 * d * V``. Embedding lookups, norms,
-activations, softmax and residual adds are counted as 0 (they are memory traffic,
-not matmul FLOPs).
+A matrix's forward FLOPs per token are :func:`roofline_lib.ops.gemm_flops` of one row times
+that matrix (1 multiply-accumulate = 2 FLOP); a matrix that holds ``p`` weights costs ``2 p``.
+The attention scores (``Q K^T`` and ``P V``) are :func:`roofline_lib.ops.attention_flops` for one
+query: ``4 H h`` per key it sees. With a causal mask a query sees ``s / 2`` keys on average,
+the convention of a kernel that skips masked blocks (FlashAttention, PyTorch's fused SDPA);
+an implementation that computes the full square and masks it really does the full count.
+The exact kept count is ``s (s + 1) / 2`` entries, not ``s**2 / 2``
+(:func:`roofline_lib.ops.attention_score_entries`). Embedding lookups, norms, biases,
+activations, softmax and residual adds are counted as 0 FLOPs (memory traffic, not matmuls).
 
 Training costs about three forwards: the backward pass computes, for every weight
-matmul, a gradient for its input and one for its weight, each as costly as the
-forward product.
+matmul, a gradient for its input and one for its weight, each as costly as the forward.
+The named conventions for training FLOPs per token are in :data:`TRAINING_CONVENTIONS`.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import json
+from dataclasses import asdict, dataclass, field, fields
+from importlib import resources
+from types import MappingProxyType
 
 from ._checks import _positive, _positive_int
+from .ops import attention_flops, gemm_flops
 
 __all__ = [
     "TransformerFlops",
+    "WeightMatrix",
     "transformer_flops_per_token",
     "TRAINING_CONVENTIONS",
+    "training_convention",
     "training_flops_per_token",
     "inference_flops_per_token",
     "params_per_layer",
@@ -42,6 +51,9 @@ __all__ = [
     "TransformerConfig",
     "LLAMA2_7B",
     "STACK_100M",
+    "shipped_models",
+    "model_config",
+    "published_params",
 ]
 
 
@@ -55,8 +67,10 @@ def _flag(value, name: str) -> bool:
 class TransformerFlops:
     """Forward FLOPs per token of a decoder-only transformer, split by where they go.
 
-    ``*_total`` fields are summed over all layers. Readable as attributes or as a
-    mapping: ``f.ffn_total == f["ffn_total"]``.
+    ``*_total`` fields are summed over all layers. ``qkvo_total`` holds the four attention
+    projections, ``ffn_total`` the FFN (for a mixture of experts: the experts a token uses,
+    the shared experts and the router). Readable as attributes or as a mapping:
+    ``f.ffn_total == f["ffn_total"]``.
     """
 
     fwd_per_token: int
@@ -86,68 +100,398 @@ class TransformerFlops:
         return self[key] / self.fwd_per_token
 
 
+@dataclass(frozen=True)
+class WeightMatrix:
+    """One weight matrix of a block: ``d_in x d_out``, held ``copies`` times, ``active`` used per token.
+
+    ``copies`` > 1 for experts (``n_experts`` copies, ``experts_per_token`` active). ``term``
+    is the :class:`TransformerFlops` field its FLOPs belong to (``"qkvo"`` or ``"ffn"``).
+    """
+
+    name: str
+    d_in: int
+    d_out: int
+    copies: int = 1
+    active: int = 1
+    bias: bool = False
+    term: str = "qkvo"
+
+    @property
+    def params_each(self) -> int:
+        """Weights of one copy, plus its bias vector (``d_out``) when it has one."""
+        return self.d_in * self.d_out + (self.d_out if self.bias else 0)
+
+    @property
+    def params(self) -> int:
+        return self.copies * self.params_each
+
+    @property
+    def active_params(self) -> int:
+        return self.active * self.params_each
+
+    def flops_per_token(self) -> int:
+        """Forward FLOPs of the copies one token uses: ``active`` GEMMs of one row (bias adds not counted)."""
+        return self.active * gemm_flops(1, self.d_out, self.d_in)
+
+
+_NORMS = ("rmsnorm", "layernorm")
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Sizes of a pre-norm decoder-only transformer.
+
+    Required: ``d_model``, ``d_ff``, ``n_layers``, ``n_heads``, ``vocab`` and ``seq_len`` (the
+    training context). The defaults describe a Llama-style model: gated FFN (SwiGLU), RMSNorm,
+    no biases, rotary positions (no position table), untied embeddings, multi-head attention.
+
+    * ``n_kv_heads``: key/value heads (``None``: as many as query heads). Must divide ``n_heads``.
+    * ``head_dim``: size of one head (``None``: ``d_model // n_heads``, which must then divide).
+      The resolved value is stored, so ``dataclasses.replace(cfg, n_heads=...)`` keeps the old
+      head size unless you pass ``head_dim=None`` too.
+    * ``tied_embeddings``: the unembedding reuses the input embedding matrix.
+    * ``bias``: every linear layer of a block has a bias (GPT-2); ``qkv_bias``: only Q, K and V
+      do (Qwen2).
+    * ``norm``: ``"rmsnorm"`` (a gain of ``d``) or ``"layernorm"`` (gain and bias, ``2 d``);
+      ``norms_per_layer`` of them per block, plus one before the unembedding.
+    * ``learned_positions``: rows of a learned position table (GPT-2: 1024); ``None`` for rotary.
+    * ``n_experts`` > 1 makes every FFN a mixture of experts: ``experts_per_token`` routed
+      experts of width ``expert_d_ff`` (default ``d_ff``) per token, a ``d x n_experts`` router,
+      and ``n_shared_experts`` experts every token uses.
+    * ``sliding_window``: each query sees at most this many keys (Mistral 7B: 4096).
+    * ``name``: a label; it takes no part in comparisons.
+    """
+
+    d_model: int
+    d_ff: int
+    n_layers: int
+    n_heads: int
+    vocab: int
+    seq_len: int
+    gated: bool = True
+    tied_embeddings: bool = False
+    n_kv_heads: int | None = None
+    head_dim: int | None = None
+    bias: bool = False
+    qkv_bias: bool = False
+    norm: str = "rmsnorm"
+    norms_per_layer: int = 2
+    learned_positions: int | None = None
+    n_experts: int = 1
+    experts_per_token: int = 1
+    n_shared_experts: int = 0
+    expert_d_ff: int | None = None
+    sliding_window: int | None = None
+    name: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        _positive_int(self.d_model, "d_model", "features")
+        _positive_int(self.d_ff, "d_ff", "features")
+        _positive_int(self.n_layers, "n_layers", "layers")
+        heads = _positive_int(self.n_heads, "n_heads", "attention heads")
+        _positive_int(self.vocab, "vocab", "tokens in the vocabulary")
+        _positive_int(self.seq_len, "seq_len", "tokens")
+        for flag in ("gated", "tied_embeddings", "bias", "qkv_bias"):
+            _flag(getattr(self, flag), flag)
+        if self.head_dim is None:
+            if self.d_model % heads:
+                raise ValueError(
+                    f"n_heads must divide d_model ({self.d_model} features) unless head_dim is "
+                    f"given, got {self.n_heads!r}"
+                )
+            object.__setattr__(self, "head_dim", self.d_model // heads)
+        else:
+            _positive_int(self.head_dim, "head_dim", "features per head")
+        if self.n_kv_heads is None:
+            object.__setattr__(self, "n_kv_heads", heads)
+        else:
+            kv = _positive_int(self.n_kv_heads, "n_kv_heads", "key/value heads")
+            if kv > heads or heads % kv:
+                raise ValueError(
+                    f"n_kv_heads must divide n_heads ({heads} query heads), got {self.n_kv_heads!r}"
+                )
+        if self.norm not in _NORMS:
+            raise ValueError(f"norm must be one of {', '.join(map(repr, _NORMS))}, got {self.norm!r}")
+        _positive_int(self.norms_per_layer, "norms_per_layer", "norms per block")
+        if self.learned_positions is not None:
+            _positive_int(self.learned_positions, "learned_positions", "rows of the position table")
+        experts = _positive_int(self.n_experts, "n_experts", "experts")
+        per_token = _positive_int(self.experts_per_token, "experts_per_token", "experts per token")
+        if per_token > experts:
+            raise ValueError(
+                f"experts_per_token must be at most n_experts ({experts} experts), got {self.experts_per_token!r}"
+            )
+        if isinstance(self.n_shared_experts, bool) or not isinstance(self.n_shared_experts, int) \
+                or self.n_shared_experts < 0:
+            raise ValueError(
+                f"n_shared_experts must be a whole number of experts, 0 or more, got {self.n_shared_experts!r}"
+            )
+        if self.expert_d_ff is None:
+            object.__setattr__(self, "expert_d_ff", self.d_ff)
+        else:
+            _positive_int(self.expert_d_ff, "expert_d_ff", "features")
+        if self.sliding_window is not None:
+            _positive_int(self.sliding_window, "sliding_window", "tokens")
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a string, got {type(self.name).__name__} {self.name!r}")
+
+    # --- shape ----------------------------------------------------------------------------
+
+    @property
+    def is_moe(self) -> bool:
+        """True when the FFN is a mixture of experts (more than one expert)."""
+        return self.n_experts > 1
+
+    @property
+    def attention_dim(self) -> int:
+        """Query heads x head size: the width of Q and of the attention output."""
+        return self.n_heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        """Key/value heads x head size: the width of K and of V (and of a KV-cache row)."""
+        return self.n_kv_heads * self.head_dim
+
+    def weight_matrices(self) -> tuple[WeightMatrix, ...]:
+        """The weight matrices of one block, each with its copies, active copies and bias."""
+        d, b = self.d_model, self.bias
+        qkv_b = self.bias or self.qkv_bias
+        mats = [
+            WeightMatrix("q", d, self.attention_dim, bias=qkv_b),
+            WeightMatrix("k", d, self.kv_dim, bias=qkv_b),
+            WeightMatrix("v", d, self.kv_dim, bias=qkv_b),
+            WeightMatrix("o", self.attention_dim, d, bias=b),
+        ]
+        routed, active = self.n_experts, self.experts_per_token
+        ff = self.expert_d_ff if self.is_moe else self.d_ff
+        ffn_shapes = ([("gate", d, ff)] if self.gated else []) + [("up", d, ff), ("down", ff, d)]
+        prefix = "expert_" if self.is_moe else "ffn_"
+        for part, d_in, d_out in ffn_shapes:
+            mats.append(WeightMatrix(prefix + part, d_in, d_out, routed, active, b, "ffn"))
+        if self.n_shared_experts:
+            for part, d_in, d_out in ffn_shapes:
+                n = self.n_shared_experts
+                mats.append(WeightMatrix("shared_" + part, d_in, d_out, n, n, b, "ffn"))
+        if self.is_moe:
+            mats.append(WeightMatrix("router", d, self.n_experts, term="ffn"))
+        return tuple(mats)
+
+    @property
+    def kappa(self) -> float:
+        """Weight-matrix parameters per layer in units of ``d_model**2`` (norms and biases aside)."""
+        return self.params_per_layer() / (self.d_model * self.d_model)
+
+    def params_per_layer(self) -> int:
+        """Weights of one block's matrices, every expert included; norms and biases aside."""
+        return sum(m.copies * m.d_in * m.d_out for m in self.weight_matrices())
+
+    # --- parameters -----------------------------------------------------------------------
+
+    def _norm_params(self) -> int:
+        return (2 if self.norm == "layernorm" else 1) * self.d_model  # gain (+ bias)
+
+    def params_breakdown(self, active=False) -> dict[str, int]:
+        """Parameters by where they sit: attention, ffn, norms, embedding, unembedding, positions.
+
+        ``active=True`` counts only the experts one token uses (a dense model is unchanged).
+        ``unembedding`` is 0 when the embedding is tied (the same matrix is counted once).
+        """
+        active = _flag(active, "active")
+        per = {"attention": 0, "ffn": 0}
+        for m in self.weight_matrices():
+            per["attention" if m.term == "qkvo" else "ffn"] += m.active_params if active else m.params
+        d, L = self.d_model, self.n_layers
+        return {
+            "attention": L * per["attention"],
+            "ffn": L * per["ffn"],
+            "norms": (self.norms_per_layer * L + 1) * self._norm_params(),  # per block + the final one
+            "embedding": self.vocab * d,
+            "unembedding": 0 if self.tied_embeddings else self.vocab * d,
+            "positions": (self.learned_positions or 0) * d,
+        }
+
+    def n_params(self, include_embedding=True, include_norms=True) -> int:
+        """Total parameter count (every expert included).
+
+        ``include_embedding=False`` drops the vocabulary matrices (input table, and the
+        unembedding when untied) and the learned position table: the "non-embedding"
+        count. ``include_norms=False`` drops the norm gains (and LayerNorm biases).
+        """
+        return self._count(False, include_embedding, include_norms)
+
+    def active_params(self, include_embedding=True, include_norms=True) -> int:
+        """Parameters one token uses: :meth:`n_params` with only ``experts_per_token`` routed experts."""
+        return self._count(True, include_embedding, include_norms)
+
+    def _count(self, active, include_embedding, include_norms) -> int:
+        include_embedding = _flag(include_embedding, "include_embedding")
+        include_norms = _flag(include_norms, "include_norms")
+        parts = self.params_breakdown(active=active)
+        n = parts["attention"] + parts["ffn"]
+        if include_embedding:
+            n += parts["embedding"] + parts["unembedding"] + parts["positions"]
+        if include_norms:
+            n += parts["norms"]
+        return n
+
+    # --- FLOPs ----------------------------------------------------------------------------
+
+    def keys_seen(self, seq_len=None, causal=True) -> float:
+        """Keys one query attends to, on average over a sequence of ``seq_len`` tokens.
+
+        Full square: ``s`` (at most ``sliding_window``). Causal: ``s / 2``; with a window
+        ``W < s``, ``W - W**2 / (2 s)`` (the first ``W`` queries see a growing triangle, the
+        rest see ``W`` keys each).
+        """
+        s = self.seq_len if seq_len is None else _positive_int(seq_len, "seq_len", "tokens")
+        causal = _flag(causal, "causal")
+        w = self.sliding_window
+        if not causal:
+            return s if w is None else min(s, w)
+        if w is None or w >= s:
+            return s / 2
+        return w - w * w / (2 * s)
+
+    def flops_per_token(self, causal=True, seq_len=None) -> TransformerFlops:
+        """Forward FLOPs for one token, by component (see the module docstring).
+
+        Per layer: each matrix's :func:`~roofline_lib.ops.gemm_flops` for one row (only the
+        experts a token uses), and the scores, ``ops.attention_flops`` of one query over
+        :meth:`keys_seen` keys. Once: the unembedding, ``gemm_flops(1, V, d)``.
+        """
+        s = self.seq_len if seq_len is None else _positive_int(seq_len, "seq_len", "tokens")
+        keys = self.keys_seen(s, causal)
+        per_key = attention_flops(1, self.n_heads, 1, 1, self.head_dim)  # 4 H h: QK^T and PV
+        scores = per_key * keys
+        scores = int(scores) if float(scores).is_integer() else scores
+        qkvo = sum(m.flops_per_token() for m in self.weight_matrices() if m.term == "qkvo")
+        ffn = sum(m.flops_per_token() for m in self.weight_matrices() if m.term == "ffn")
+        unembed = gemm_flops(1, self.vocab, self.d_model)
+        L = self.n_layers
+        return TransformerFlops(
+            fwd_per_token=L * (qkvo + scores + ffn) + unembed,
+            ffn_total=L * ffn,
+            qkvo_total=L * qkvo,
+            scores_total=L * scores,
+            unembed=unembed,
+        )
+
+    def training_flops_per_token(self, convention="6N") -> float:
+        """:func:`training_flops_per_token` for this model.
+
+        ``n_params`` is :meth:`active_params` (all parameters for a dense model: for a mixture
+        of experts, a token trains only the experts it is routed to) and the attention width
+        is ``n_heads * head_dim``.
+        """
+        return training_flops_per_token(
+            self.active_params(), self.n_layers, self.d_model, self.seq_len, convention,
+            attention_dim=self.attention_dim,
+        )
+
+    def score_to_body_ratio(self) -> float:
+        return score_to_body_ratio(self.seq_len, self.d_model, self.kappa)
+
+    # --- Hugging Face configs -------------------------------------------------------------
+
+    @classmethod
+    def from_hf_config(cls, config, *, seq_len=None, name=None, ignore=()) -> "TransformerConfig":
+        """Read the architecture of a Hugging Face ``config.json`` (a dict, or a path to the file).
+
+        Families: ``model_type`` llama, mistral, mixtral, qwen2, gemma and gpt2. Nothing is
+        downloaded. ``seq_len`` defaults to the config's context (``max_position_embeddings``
+        or ``n_positions``). A key that would change the counts but that this reader cannot
+        map raises ValueError naming it; keys that do not change the counts (token ids,
+        dropout, rope settings, epsilons...) are skipped. ``ignore`` names further keys to skip
+        on purpose.
+        """
+        from ._hf_config import config_kwargs  # a helper module: the key tables are long
+
+        kwargs = config_kwargs(config, seq_len=seq_len, ignore=ignore)
+        if name is not None:
+            kwargs["name"] = name
+        return cls(**kwargs)
+
+
 def transformer_flops_per_token(
     d_model, d_ff, n_layers, seq_len, vocab, gated=False, causal=True
 ) -> TransformerFlops:
-    """Forward FLOPs for one token of a decoder-only transformer, by component.
+    """Forward FLOPs for one token of a multi-head, dense decoder, by component.
 
     Per layer: ``qkvo = 8 d**2``, ``scores = 4 s d`` (halved to ``2 s d`` when ``causal``,
     the convention of a kernel that skips masked blocks), ``ffn = 4 d d_ff`` (``6 d d_ff``
-    when ``gated``). Once: ``unembed = 2 d V``. See the module docstring.
+    when ``gated``). Once: ``unembed = 2 d V``. The same count as
+    :meth:`TransformerConfig.flops_per_token`; use that for GQA, other head sizes or experts.
     """
-    d = _positive_int(d_model, "d_model", "features")
-    dff = _positive_int(d_ff, "d_ff", "features")
-    n_layers = _positive_int(n_layers, "n_layers", "layers")
-    s = _positive_int(seq_len, "seq_len", "tokens")
-    v = _positive_int(vocab, "vocab", "tokens in the vocabulary")
-    gated = _flag(gated, "gated")
-    causal = _flag(causal, "causal")
+    cfg = TransformerConfig(
+        d_model=d_model, d_ff=d_ff, n_layers=n_layers, n_heads=1, vocab=vocab, seq_len=seq_len,
+        gated=gated,
+    )
+    return cfg.flops_per_token(causal=causal)
 
-    qkvo = 4 * 2 * d * d  # four d x d projections, 2 FLOP per MAC
-    scores = 2 * 2 * s * d  # Q K^T and P V, each 2*s*d per query
-    if causal:
-        scores //= 2  # a query sees s/2 keys on average; the kernel skips the rest
-    ffn = (6 if gated else 4) * d * dff  # 3 (gate, up, down) or 2 matrices of d x d_ff
-    unembed = 2 * d * v
-    per_layer = qkvo + scores + ffn
-    return TransformerFlops(
-        fwd_per_token=n_layers * per_layer + unembed,
-        ffn_total=n_layers * ffn,
-        qkvo_total=n_layers * qkvo,
-        scores_total=n_layers * scores,
-        unembed=unembed,
+
+#: The named conventions for training FLOPs per token, what each counts and who uses it.
+#: ``L`` layers, ``s`` training context, ``a`` = heads x head size (``d_model`` for most models).
+TRAINING_CONVENTIONS = MappingProxyType({
+    "6N": (
+        "6 N: forward 2N plus backward 4N, attention scores ignored. The scaling-law "
+        "approximation C = 6 N D (Kaplan et al. 2020; Hoffmann et al. 2022, 'Chinchilla')."
+    ),
+    "three-term": (
+        "6 N + 6 L s a: adds the causal score work (a query sees s/2 keys on average, 2 s a FLOP "
+        "per layer forward) through forward and backward. The total of Kaplan et al. 2020, "
+        "Table 1 (C_forward = 2N + 2 n_layer n_ctx d_attn)."
+    ),
+    "full-square": (
+        "6 N + 12 L s a: the scores over the whole s x s square, masked half included, with "
+        "a = heads x head size. PaLM's MFU (Chowdhery et al. 2022, Appendix B: 6N + 12 L H Q T), "
+        "reused for MFU by Llama 3 (Dubey et al. 2024) and by nanoGPT's estimate_mfu; "
+        "Megatron-LM's FLOP formula (Narayanan et al. 2021) also counts the full square."
+    ),
+})
+
+_CONVENTION_ALIASES = {"palm": "full-square", "kaplan": "three-term"}
+
+
+def training_convention(convention) -> str:
+    """The registered spelling of a convention name, matched case-insensitively ("palm" = full-square)."""
+    if isinstance(convention, str):
+        key = convention.strip().lower()
+        key = _CONVENTION_ALIASES.get(key, key)
+        for known in TRAINING_CONVENTIONS:
+            if key == known.lower():
+                return known
+    raise ValueError(
+        f"convention must be one of {', '.join(repr(c) for c in TRAINING_CONVENTIONS)}, "
+        f"got {convention!r}"
     )
 
 
-#: Known training-FLOP conventions and what each counts, per token.
-TRAINING_CONVENTIONS = {
-    "6N": "6 * n_params: forward 2N plus backward 4N; attention scores ignored",
-    "three-term": "6 * n_params + 6 * n_layers * seq_len * d_model: adds the causal score work",
-}
-
-
-def training_flops_per_token(n_params, n_layers=None, d_model=None, seq_len=None, convention="6N") -> float:
+def training_flops_per_token(n_params, n_layers=None, d_model=None, seq_len=None, convention="6N",
+                             *, attention_dim=None) -> float:
     """Training (forward + backward) FLOPs per token under a named convention.
 
     * ``"6N"``: ``6 * n_params``. Every parameter takes part in one multiply-add in
       the forward (2 FLOP) and two in the backward (4 FLOP). Attention scores, which
       belong to no parameter, are left out.
-    * ``"three-term"``: ``6 * n_params + 6 * n_layers * seq_len * d_model``. The second
-      term is the causal ``2 s d`` score work per layer, carried through forward and
-      backward (x3). Written out in full the model is ``6 N_body + 6 L s d + 6 d V``;
+    * ``"three-term"``: ``6 * n_params + 6 * n_layers * seq_len * a``. The second
+      term is the causal ``2 s a`` score work per layer, carried through forward and
+      backward (x3). Written out in full the model is ``6 N_body + 6 L s a + 6 d V``;
       with ``n_params`` counting a tied embedding once, the ``6 * n_params`` term
       already holds the ``6 d V`` of the unembedding (the tied matrix *is* the
       unembedding), so two terms in code stand for three in the model.
+    * ``"full-square"``: ``6 * n_params + 12 * n_layers * seq_len * a``: the scores of the
+      whole square, twice the causal term (PaLM's convention).
 
-    What ``n_params`` should count is the caller's statement of convention: all
-    parameters (as above), or non-embedding parameters, which under-counts small
-    models whose vocabulary matrix is a large share. Report it next to any MFU.
+    ``a`` is ``attention_dim`` (query heads x head size), ``d_model`` when not given. What
+    ``n_params`` should count is the caller's statement of convention: all parameters, the
+    active ones of a mixture of experts, or non-embedding parameters. Report it beside any MFU.
     """
     n = _positive(n_params, "n_params", "parameters")  # often a round figure such as 6.7e9
-    key = _convention_key(convention)
+    key = training_convention(convention)
     shape = {}
     for name, value, unit in (("n_layers", n_layers, "layers"), ("d_model", d_model, "features"),
-                              ("seq_len", seq_len, "tokens")):
+                              ("seq_len", seq_len, "tokens"),
+                              ("attention_dim", attention_dim, "features (heads x head size)")):
         if value is not None:  # checked when given, even where the convention does not use it
             shape[name] = _positive_int(value, name, unit)
     if key == "6N":
@@ -155,23 +499,12 @@ def training_flops_per_token(n_params, n_layers=None, d_model=None, seq_len=None
     missing = [name for name in ("n_layers", "d_model", "seq_len") if name not in shape]
     if missing:
         raise ValueError(
-            "convention 'three-term' (6N + 6 L s d) needs n_layers, d_model and seq_len; "
-            f"missing: {', '.join(missing)}"
+            f"convention {key!r} needs n_layers, d_model and seq_len; missing: {', '.join(missing)}"
         )
-    n_layers, d, s = shape["n_layers"], shape["d_model"], shape["seq_len"]
-    return 6 * n + 6 * n_layers * s * d  # + 3 x (causal 2 s d per layer)
-
-
-def _convention_key(convention) -> str:
-    """The registered spelling of a convention name, matched case-insensitively."""
-    if isinstance(convention, str):
-        for known in TRAINING_CONVENTIONS:
-            if convention.strip().lower() == known.lower():
-                return known
-    raise ValueError(
-        f"convention must be one of {', '.join(repr(c) for c in TRAINING_CONVENTIONS)}, "
-        f"got {convention!r}"
-    )
+    a = shape.get("attention_dim", shape["d_model"])
+    causal_scores = 2 * shape["n_layers"] * shape["seq_len"] * a  # 2 s a per layer, forward
+    squares = 2 if key == "full-square" else 1  # the whole square is twice the causal half
+    return 6 * n + 3 * squares * causal_scores  # x3: forward + backward
 
 
 def inference_flops_per_token(n_params) -> int:
@@ -180,14 +513,16 @@ def inference_flops_per_token(n_params) -> int:
     Leaves out attention over the context, ``~4 * L * context * d`` per token, which
     matters once the context is comparable to ``kappa * d / 2``.
     """
-    return 2 * _positive_int(n_params, "n_params", "parameters")
+    n = _positive_int(n_params, "n_params", "parameters")
+    return gemm_flops(1, n, 1)  # one row times n weights
 
 
 def params_per_layer(d_model, d_ff, gated) -> int:
-    """Weight-matrix parameters of one block: ``4 d**2`` (Q, K, V, O) + FFN.
+    """Weight-matrix parameters of one multi-head, dense block: ``4 d**2`` (Q, K, V, O) + FFN.
 
     FFN: ``2 d d_ff`` for up and down, ``3 d d_ff`` when ``gated`` (gate, up, down).
-    Norm gains and biases are ignored (a few ``d`` against ``~12 d**2``).
+    Norm gains and biases are ignored (a few ``d`` against ``~12 d**2``). For GQA or
+    experts use :meth:`TransformerConfig.params_per_layer`.
     """
     d = _positive_int(d_model, "d_model", "features")
     dff = _positive_int(d_ff, "d_ff", "features")
@@ -218,92 +553,10 @@ def score_to_body_ratio(seq_len, d_model, kappa) -> float:
     return s / (k * d)
 
 
-@dataclass(frozen=True)
-class TransformerConfig:
-    """Sizes of a decoder-only transformer (pre-norm, RMSNorm, no biases).
-
-    ``seq_len`` is the training context. ``tied_embeddings``: the unembedding reuses
-    the input embedding matrix.
-    """
-
-    d_model: int
-    d_ff: int
-    n_layers: int
-    n_heads: int
-    vocab: int
-    seq_len: int
-    gated: bool = True
-    tied_embeddings: bool = False
-
-    def __post_init__(self):
-        _positive_int(self.d_model, "d_model", "features")
-        _positive_int(self.d_ff, "d_ff", "features")
-        _positive_int(self.n_layers, "n_layers", "layers")
-        _positive_int(self.n_heads, "n_heads", "attention heads")
-        _positive_int(self.vocab, "vocab", "tokens in the vocabulary")
-        _positive_int(self.seq_len, "seq_len", "tokens")
-        _flag(self.gated, "gated")
-        _flag(self.tied_embeddings, "tied_embeddings")
-        if self.d_model % self.n_heads:
-            raise ValueError(
-                f"n_heads must divide d_model ({self.d_model} features), got {self.n_heads!r}"
-            )
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.n_heads
-
-    @property
-    def kappa(self) -> float:
-        return kappa(self.d_model, self.d_ff, self.gated)
-
-    def params_per_layer(self) -> int:
-        return params_per_layer(self.d_model, self.d_ff, self.gated)
-
-    def n_params(self, include_embedding=True, include_norms=True) -> int:
-        """Parameter count.
-
-        Body: ``n_layers * params_per_layer``. Embedding: ``vocab * d_model``, twice when
-        untied (input table and unembedding), once when tied. Norms: one gain vector of
-        ``d_model`` per norm, two per layer plus the final one. ``include_embedding=False``
-        drops every vocabulary-sized matrix.
-        """
-        include_embedding = _flag(include_embedding, "include_embedding")
-        include_norms = _flag(include_norms, "include_norms")
-        d = self.d_model
-        n = self.n_layers * self.params_per_layer()
-        if include_embedding:
-            n += (1 if self.tied_embeddings else 2) * self.vocab * d
-        if include_norms:
-            n += (2 * self.n_layers + 1) * d  # two per block, one before the unembedding
-        return n
-
-    def flops_per_token(self, causal=True, seq_len=None) -> TransformerFlops:
-        """:func:`transformer_flops_per_token` for this model (at ``seq_len`` if given)."""
-        return transformer_flops_per_token(
-            self.d_model,
-            self.d_ff,
-            self.n_layers,
-            self.seq_len if seq_len is None else seq_len,
-            self.vocab,
-            gated=self.gated,
-            causal=causal,
-        )
-
-    def training_flops_per_token(self, convention="6N") -> int:
-        """:func:`training_flops_per_token` with ``n_params`` = all parameters."""
-        return training_flops_per_token(
-            self.n_params(), self.n_layers, self.d_model, self.seq_len, convention
-        )
-
-    def score_to_body_ratio(self) -> float:
-        return score_to_body_ratio(self.seq_len, self.d_model, self.kappa)
-
-
-#: Llama-2-7B: 6,738,415,616 parameters by this count, the published figure.
+#: Llama-2-7B: 6,738,415,616 parameters by this count (see ``model_config("llama-2-7b")``).
 LLAMA2_7B = TransformerConfig(
     d_model=4096, d_ff=11008, n_layers=32, n_heads=32, vocab=32000, seq_len=4096,
-    gated=True, tied_embeddings=False,
+    gated=True, tied_embeddings=False, name="Llama-2-7B",
 )
 
 #: Stack-100M, the course's small deep model. The source gives N = 101.4M with the tied
@@ -311,5 +564,52 @@ LLAMA2_7B = TransformerConfig(
 #: d_ff = 1152 (a multiple of 64, 2.25 d) gives 101,349,888 parameters, kappa = 10.75.
 STACK_100M = TransformerConfig(
     d_model=512, d_ff=1152, n_layers=30, n_heads=8, vocab=32768, seq_len=2048,
-    gated=True, tied_embeddings=True,
+    gated=True, tied_embeddings=True, name="Stack-100M",
 )
+
+
+# --- the shipped model configs ---------------------------------------------------------------
+
+_PUBLISHED_FILE = "published.json"
+
+
+def _models_dir():
+    return resources.files("roofline_lib").joinpath("models")
+
+
+def _published_table() -> dict:
+    return json.loads(_models_dir().joinpath(_PUBLISHED_FILE).read_text(encoding="utf-8"))
+
+
+def shipped_models() -> tuple[str, ...]:
+    """Names of the model configs that ship with the library, for :func:`model_config`."""
+    return tuple(_published_table())
+
+
+def model_config(name, *, seq_len=None) -> TransformerConfig:
+    """A shipped model as a :class:`TransformerConfig`: ``model_config("llama-3-8b")``.
+
+    The configs are Hugging Face-style ``config.json`` files written from the authors'
+    published architecture tables, read by :meth:`TransformerConfig.from_hf_config`.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"model name must be a string such as 'llama-3-8b', got {type(name).__name__} {name!r}")
+    table = _published_table()
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    if key not in table:
+        raise ValueError(f"unknown model {name!r}; shipped models: {', '.join(table)}")
+    text = _models_dir().joinpath(f"{key}.json").read_text(encoding="utf-8")
+    return TransformerConfig.from_hf_config(json.loads(text), seq_len=seq_len, name=table[key]["name"])
+
+
+def published_params(name) -> dict:
+    """What the authors published about a shipped model's size, and where.
+
+    Keys: ``name``, ``total`` (parameters), ``source``, and where given ``active`` (a mixture
+    of experts), ``rounded_to`` (the unit of the last printed digit, when the figure is a
+    rounded one such as "124M") and ``note``.
+    """
+    model_config(name)  # same validation and spelling rules
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    return dict(_published_table()[key])
+

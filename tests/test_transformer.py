@@ -89,7 +89,7 @@ def test_three_term_is_three_forwards_when_the_embedding_is_tied():
 
 
 def test_unknown_convention_lists_the_known_ones():
-    with pytest.raises(ValueError, match="'6N', 'three-term'"):
+    with pytest.raises(ValueError, match="'6N', 'three-term', 'full-square'"):
         rl.training_flops_per_token(100, 2, 3, 4, convention="6ND")
 
 
@@ -136,8 +136,161 @@ def test_bad_inputs_name_the_parameter_and_unit():
 
 def test_config_validates_itself():
     with pytest.raises(ValueError, match="n_heads must divide d_model"):
-        dataclasses.replace(rl.STACK_100M, n_heads=7)
+        dataclasses.replace(rl.STACK_100M, n_heads=7, head_dim=None, n_kv_heads=None)
     with pytest.raises(ValueError, match="vocab"):
         dataclasses.replace(rl.STACK_100M, vocab=0)
     with pytest.raises(TypeError, match="tied_embeddings must be True or False"):
         dataclasses.replace(rl.STACK_100M, tied_embeddings="yes")
+    with pytest.raises(ValueError, match="n_kv_heads must divide n_heads"):
+        dataclasses.replace(rl.STACK_100M, n_kv_heads=3)
+    with pytest.raises(ValueError, match="experts_per_token must be at most n_experts"):
+        dataclasses.replace(rl.STACK_100M, n_experts=2, experts_per_token=3)
+    with pytest.raises(ValueError, match="norm must be one of"):
+        dataclasses.replace(rl.STACK_100M, norm="batchnorm")
+    with pytest.raises(TypeError, match="bias must be True or False"):
+        dataclasses.replace(rl.STACK_100M, bias=1)
+
+
+# --- today's decoders: GQA, head size, biases, positions, experts ---------------------------
+
+# a toy with room to tell heads apart: d = 4, 2 query heads of 3, one KV head, d_ff = 8, V = 10, s = 6
+GQA = rl.TransformerConfig(d_model=4, d_ff=8, n_layers=1, n_heads=2, n_kv_heads=1, head_dim=3,
+                           vocab=10, seq_len=6, gated=False)
+
+
+def test_gqa_and_head_size_set_the_projection_count():
+    # Q 4x6, K 4x3, V 4x3, O 6x4 = 24 + 12 + 12 + 24 = 72 weights; FFN 2 * 4 * 8 = 64
+    assert GQA.attention_dim == 6 and GQA.kv_dim == 3
+    assert GQA.params_per_layer() == 72 + 64
+    f = GQA.flops_per_token(causal=False)
+    assert f.qkvo_total == 144  # 2 FLOP per weight: 2 * 72
+    assert f.scores_total == 144  # 4 * heads * head_dim * s = 4 * 2 * 3 * 6
+    assert f.ffn_total == 128 and f.unembed == 80  # 2 * 64, 2 * 4 * 10
+    # the same model with multi-head attention (2 KV heads) has K and V twice as wide: + 24 weights
+    mha = dataclasses.replace(GQA, n_kv_heads=2)
+    assert mha.params_per_layer() - GQA.params_per_layer() == 24
+
+
+def test_llama_3_8b_projections_under_gqa():
+    cfg = rl.model_config("llama-3-8b")
+    # Q and O 4096 x 4096, K and V 4096 x 1024 (8 KV heads of 128): 2.5 d^2, not 4 d^2
+    assert cfg.flops_per_token().qkvo_total == 32 * 2 * (2 * 4096**2 + 2 * 4096 * 1024)
+    assert cfg.params_per_layer() == 2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336
+
+
+def test_biases_norms_and_learned_positions_count_for_gpt2():
+    cfg = rl.model_config("gpt2-small")
+    assert (cfg.norm, cfg.bias, cfg.gated, cfg.tied_embeddings, cfg.learned_positions) == (
+        "layernorm", True, False, True, 1024)
+    parts = cfg.params_breakdown()
+    # per block: QKV 768 x 2304 + 2304, O 768^2 + 768, FFN 2 * 768 * 3072 + 3072 + 768
+    assert parts["attention"] == 12 * (768 * 2304 + 2304 + 768 * 768 + 768)
+    assert parts["ffn"] == 12 * (2 * 768 * 3072 + 3072 + 768)
+    assert parts["norms"] == 25 * 2 * 768  # 2 LayerNorms per block + 1 final, gain and bias each
+    assert parts["positions"] == 1024 * 768 and parts["unembedding"] == 0  # tied
+    assert cfg.n_params() == 124_439_808  # the OpenAI checkpoint's tensors, summed by hand above
+
+
+def test_mixture_of_experts_total_and_active():
+    # 4 experts, 2 per token, 1 shared, plain FFN d = 2 -> 4 -> 2, one layer, V = 10, tied
+    moe = rl.TransformerConfig(d_model=2, d_ff=4, n_layers=1, n_heads=1, vocab=10, seq_len=4,
+                               gated=False, tied_embeddings=True, n_experts=4, experts_per_token=2,
+                               n_shared_experts=1)
+    expert = 2 * 2 * 4  # up 2x4 + down 4x2 = 16 weights
+    router = 2 * 4  # d x n_experts
+    assert moe.params_breakdown()["ffn"] == (4 + 1) * expert + router  # 88
+    assert moe.params_breakdown(active=True)["ffn"] == (2 + 1) * expert + router  # 56
+    assert moe.n_params() - moe.active_params() == 2 * expert  # two idle experts
+    assert moe.flops_per_token().ffn_total == 2 * 56  # 2 FLOP per active weight
+    assert moe.is_moe and not rl.LLAMA2_7B.is_moe
+
+
+def test_mixtral_active_is_a_quarter_of_its_experts():
+    cfg = rl.model_config("mixtral-8x7b")
+    expert = 3 * 4096 * 14336
+    assert cfg.n_params() - cfg.active_params() == 32 * 6 * expert  # 6 of 8 experts idle
+    f = cfg.flops_per_token()
+    assert f.ffn_total == 32 * 2 * (2 * expert + 4096 * 8)  # two experts and the router
+
+
+def test_sliding_window_caps_the_keys_a_query_sees():
+    cfg = rl.model_config("mistral-7b", seq_len=8192)  # window 4096
+    assert cfg.keys_seen(causal=False) == 4096
+    assert cfg.keys_seen() == 4096 - 4096**2 / (2 * 8192)  # 3072: a triangle, then 4096 each
+    assert cfg.keys_seen(seq_len=2048) == 1024  # shorter than the window: s / 2
+
+
+# --- published parameter counts -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", rl.shipped_models())
+def test_shipped_models_match_their_published_size(name):
+    """Each shipped config against the figure its authors published (source in published.json)."""
+    cfg = rl.model_config(name)
+    pub = rl.published_params(name)
+    assert pub["source"]
+    # a rounded figure ("124M") is met within half its last digit, an exact one within 0.1 %
+    tolerance = max(1e-3 * pub["total"], pub.get("rounded_to", 0) / 2)
+    assert abs(cfg.n_params() - pub["total"]) <= tolerance, (cfg.n_params(), pub)
+    if "active" in pub:
+        tolerance = max(1e-3 * pub["active"], pub.get("active_rounded_to", 0) / 2)
+        assert abs(cfg.active_params() - pub["active"]) <= tolerance, (cfg.active_params(), pub)
+
+
+def test_the_eight_models_ship():
+    assert set(rl.shipped_models()) == {
+        "gpt2-small", "llama-2-7b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "mistral-7b",
+        "mixtral-8x7b", "qwen2-7b"}
+    assert rl.model_config("Llama-2-7B") == rl.LLAMA2_7B  # the preset is the shipped config
+    assert rl.model_config("llama-3-8b").name == "Llama-3-8B"
+    with pytest.raises(ValueError, match="unknown model 'llama-4'; shipped models: gpt2-small"):
+        rl.model_config("llama-4")
+
+
+# --- reading a Hugging Face config.json ----------------------------------------------------
+
+LLAMA_TOY = {"model_type": "llama", "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 2,
+             "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 10,
+             "max_position_embeddings": 32, "rms_norm_eps": 1e-5, "torch_dtype": "bfloat16"}
+
+
+def test_from_hf_config_reads_a_dict_and_a_path(tmp_path):
+    cfg = rl.TransformerConfig.from_hf_config(LLAMA_TOY)
+    assert (cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim) == (8, 16, 2, 2, 1, 4)
+    assert cfg.seq_len == 32 and cfg.gated and not cfg.tied_embeddings
+    path = tmp_path / "config.json"
+    path.write_text(__import__("json").dumps(LLAMA_TOY))
+    assert rl.TransformerConfig.from_hf_config(path, seq_len=16) == dataclasses.replace(cfg, seq_len=16)
+    assert rl.TransformerConfig.from_hf_config(str(path)) == cfg
+
+
+def test_from_hf_config_names_what_it_cannot_map(tmp_path):
+    with pytest.raises(ValueError, match="cannot map these llama config fields to a count: q_lora_rank"):
+        rl.TransformerConfig.from_hf_config({**LLAMA_TOY, "q_lora_rank": 64})
+    # told to, it skips a key
+    rl.TransformerConfig.from_hf_config({**LLAMA_TOY, "q_lora_rank": 64}, ignore=["q_lora_rank"])
+    with pytest.raises(ValueError, match="model_type 'deepseek_v3' is not one this reader maps"):
+        rl.TransformerConfig.from_hf_config({**LLAMA_TOY, "model_type": "deepseek_v3"})
+    with pytest.raises(ValueError, match="lacks intermediate_size"):
+        rl.TransformerConfig.from_hf_config({k: v for k, v in LLAMA_TOY.items() if k != "intermediate_size"})
+    with pytest.raises(ValueError, match="attention_bias=True with mlp_bias=False"):
+        rl.TransformerConfig.from_hf_config({**LLAMA_TOY, "attention_bias": True})
+    with pytest.raises(FileNotFoundError, match="nothing is downloaded"):
+        rl.TransformerConfig.from_hf_config(tmp_path / "missing.json")
+    with pytest.raises(TypeError, match="config must be a dict or the path"):
+        rl.TransformerConfig.from_hf_config(42)
+
+
+def test_from_hf_config_families():
+    qwen = rl.model_config("qwen2-7b")
+    assert qwen.qkv_bias and not qwen.bias and qwen.n_kv_heads == 4
+    gemma = rl.TransformerConfig.from_hf_config({
+        "model_type": "gemma", "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
+        "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000,
+        "max_position_embeddings": 8192, "hidden_activation": "gelu_pytorch_tanh"})
+    # Gemma 7B: 16 heads of 256 = 4096 wide on a 3072-wide stream; tied embeddings by default
+    assert gemma.attention_dim == 4096 and gemma.tied_embeddings and gemma.gated
+    assert gemma.n_params() == 28 * (2 * 3072 * 4096 + 2 * 3072 * 4096 + 3 * 3072 * 24576 + 2 * 3072) \
+        + 256000 * 3072 + 3072  # 8,537,680,896: Gemma 7B's 8.54B
+    mixtral = rl.model_config("mixtral-8x7b")
+    assert (mixtral.n_experts, mixtral.experts_per_token, mixtral.sliding_window) == (8, 2, None)
