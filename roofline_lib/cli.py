@@ -55,6 +55,7 @@ def _print_err(message: str) -> None:
 
 def _cmd_gpus(args) -> int:
     from .hardware import registry
+    from .roofline import ridge_point
 
     header = ("key", "name", "memory", "HBM TB/s", "capacity GB", "bf16 TFLOP/s", "fp8 TFLOP/s",
               "bf16 ridge FLOP/B")
@@ -68,7 +69,7 @@ def _cmd_gpus(args) -> int:
             f"{spec.hbm_capacity_bytes / 1e9:.0f}",  # bytes -> GB (decimal, as datasheets print)
             f"{spec.peak_flops_per_s('bf16') / 1e12:.1f}" if spec.has("bf16") else "-",
             f"{spec.peak_flops_per_s('fp8') / 1e12:.1f}" if spec.has("fp8") else "-",
-            f"{spec.ridge_point('bf16'):.0f}" if spec.has("bf16") else "-",
+            f"{ridge_point(spec, 'bf16'):.0f}" if spec.has("bf16") else "-",
         ))
     widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
     numeric = {3, 4, 5, 6, 7}
@@ -109,8 +110,7 @@ def _cmd_verdict(args) -> int:
     except (TypeError, ValueError) as exc:
         raise _UsageError(_flag_names(str(exc))) from exc
     print(verdict)
-    time_at_roof = verdict.flops / verdict.ceiling_flops_per_s
-    print(f"  time at the roof: {time_at_roof:.3g} s; measured: {verdict.seconds:.3g} s")
+    print(f"  time at the roof: {verdict.time_at_roof_seconds:.3g} s; measured: {verdict.seconds:.3g} s")
     return EXIT_OK
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .hardware import BYTES_PER_ELEMENT, PRECISIONS, registry
-from .roofline import PLAUSIBILITY_TOLERANCE
+from .roofline import PLAUSIBILITY_TOLERANCE, ridge_point
 
 __all__ = ["SCHEMA_VERSION", "registry_as_dict", "registry_json", "write_registry_js", "write_registry_json"]
 
@@ -42,7 +42,7 @@ def _gpu_record(key: str, spec) -> dict[str, Any]:
         "sparse_flops_per_s": {
             p: float(spec.sparse_flops_per_s[p]) for p in PRECISIONS if p in spec.sparse_flops_per_s
         },
-        "ridge_flops_per_byte": {p: spec.ridge_point(p) for p in precisions},
+        "ridge_flops_per_byte": {p: ridge_point(spec, p) for p in precisions},
         "source": spec.source,
         "notes": spec.notes,
     }

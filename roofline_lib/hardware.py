@@ -108,10 +108,6 @@ class GPUSpec:
             )
         return table[key]
 
-    def ridge_point(self, precision: str = "bf16") -> float:
-        """Peak FLOP/s over HBM bytes/s: the intensity (FLOP/byte) where the roofs meet."""
-        return self.peak_flops_per_s(precision) / self.hbm_bytes_per_s
-
 
 def _spec(key, name, *, bw, cap, l2, sms, dense, sparse, source, aliases=(), **kw) -> GPUSpec:
     return GPUSpec(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ._checks import _fraction, _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
+from .roofline import ridge_point
 
 __all__ = [
     "weight_gemm_intensity",
@@ -97,7 +98,7 @@ def tokens_to_reach_ridge(gpu, precision: str = "bf16", bytes_per_elem=None) -> 
     :func:`tokens_to_reach_ridge_exact` for a given weight shape.
     """
     spec = as_gpu(gpu)
-    ridge = spec.ridge_point(precision)
+    ridge = ridge_point(spec, precision)
     b = _storage_bytes(precision, bytes_per_elem)
     return ridge * b / FLOP_PER_MAC
 
@@ -113,7 +114,7 @@ def tokens_to_reach_ridge_exact(gpu, d_in, d_out, precision: str = "bf16", bytes
     spec = as_gpu(gpu)
     k = _positive_int(d_in, "d_in", "elements")
     n = _positive_int(d_out, "d_out", "elements")
-    ridge = spec.ridge_point(precision)
+    ridge = ridge_point(spec, precision)
     b = _storage_bytes(precision, bytes_per_elem)
     denominator = FLOP_PER_MAC * k * n - ridge * b * (k + n)
     if denominator <= 0:
@@ -444,7 +445,7 @@ def quantisation_table(n_params, gpu, bytes_per_param=(2, 1, 0.5)) -> tuple[Quan
         b = float(width)
         if spec.has(precision):
             math_precision = precision
-            ridge = spec.ridge_point(precision)
+            ridge = ridge_point(spec, precision)
             tokens = ridge * b / FLOP_PER_MAC
             reason = None
         else:

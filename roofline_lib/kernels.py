@@ -33,6 +33,7 @@ from ._checks import _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
 from .ops import OpCount
 from .records import KernelMeasurement
+from .roofline import Roof
 
 __all__ = [
     "INTERPRETED",
@@ -52,7 +53,6 @@ __all__ = [
     "add_rmsnorm_reference",
     "add_rmsnorm_count",
     "add_rmsnorm_unfused_count",
-    "predict_seconds",
     "check_demo",
     "run_demo",
 ]
@@ -336,26 +336,6 @@ def add_rmsnorm_unfused_count(n_rows, d, bytes_per_elem=2) -> OpCount:
     return OpCount(add_rmsnorm_count(rows, d, e).flops, moved)
 
 
-def predict_seconds(count: OpCount, gpu=None, *, bytes_per_s=None, flops_per_s=None, precision: str = "fp32") -> float:
-    """The roofline's time for ``count``: ``max(flops / flops_per_s, bytes_moved / bytes_per_s)``.
-
-    The roofs come from ``gpu``'s datasheet (HBM bandwidth, dense peak in ``precision``) unless
-    given: pass the *measured* copy bandwidth as ``bytes_per_s`` to predict what this machine
-    can do. ``precision`` defaults to fp32 because element-wise kernels do their arithmetic on
-    the CUDA cores, not the tensor cores.
-    """
-    if not isinstance(count, OpCount):
-        raise TypeError(f"count must be an OpCount (e.g. from bias_gelu_count), got {type(count).__name__}")
-    if gpu is None and (bytes_per_s is None or flops_per_s is None):
-        raise ValueError("predict_seconds needs gpu= or both bytes_per_s= and flops_per_s=")
-    spec = None if gpu is None else as_gpu(gpu)
-    bw = spec.hbm_bytes_per_s if bytes_per_s is None else _positive(bytes_per_s, "bytes_per_s", "bytes per second")
-    peak = spec.peak_flops_per_s(precision) if flops_per_s is None else _positive(flops_per_s, "flops_per_s", "FLOP per second")
-    compute_s = count.flops / peak
-    memory_s = count.bytes_moved / bw
-    return max(compute_s, memory_s)
-
-
 # --------------------------------------------------------------------------- demos
 
 
@@ -531,7 +511,7 @@ def run_demo(name: str, gpu, *, bytes_per_s=None, shape=None, dtype="bf16", seed
     Needs a CUDA GPU and compiled kernels (not the interpreter). Steps: build the inputs at the
     demo's GPU shape; check every launch config against the torch reference; time each with
     :func:`~roofline_lib.measure.time_fn` and keep the fastest; time the unfused torch version;
-    predict the time from the counts with :func:`predict_seconds` on the measured copy bandwidth
+    predict the time from the counts as the time at the roof (:meth:`~roofline_lib.roofline.Roof.seconds`) on the measured copy bandwidth
     ``bytes_per_s`` (the datasheet's when not given) and ``gpu``'s fp32 peak. The row passes the
     plausibility guard against ``gpu``'s datasheet roofs before it is returned.
     """
@@ -565,6 +545,8 @@ def run_demo(name: str, gpu, *, bytes_per_s=None, shape=None, dtype="bf16", seed
     fused = demo.count(shape, e)
     unfused = demo.unfused_count(shape, e)
     roof = spec.hbm_bytes_per_s if bytes_per_s is None else _positive(bytes_per_s, "bytes_per_s", "bytes per second")
+    # gpu's fp32 (CUDA-core) peak beside the memory roof in use: element-wise work runs there
+    time_roof = Roof(spec.peak_flops_per_s(demo.compute_precision), roof, f"{spec.name} ({demo.compute_precision})")
     row = KernelMeasurement(
         name=demo.name,
         shape=shape,
@@ -573,7 +555,7 @@ def run_demo(name: str, gpu, *, bytes_per_s=None, shape=None, dtype="bf16", seed
         bytes_moved=float(fused.bytes_moved),
         seconds=timing.median_s,
         best_seconds=timing.min_s,
-        predicted_seconds=predict_seconds(fused, spec, bytes_per_s=roof, precision=demo.compute_precision),
+        predicted_seconds=time_roof.seconds(fused.flops, fused.bytes_moved),
         memory_roof_bytes_per_s=roof,
         memory_roof_source="datasheet HBM bandwidth" if bytes_per_s is None else "measured copy bandwidth",
         compute_precision=demo.compute_precision,

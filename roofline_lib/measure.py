@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
 from ._checks import _positive, _positive_int
-from .roofline import PLAUSIBILITY_TOLERANCE, ImplausibleMeasurement
+from .roofline import PLAUSIBILITY_TOLERANCE, Roof
 
 __all__ = [
     "Timing",
@@ -100,14 +100,18 @@ class MeasuredCeilings:
     buffer_bytes: float = 0.0  # size of each copy buffer that set bytes_per_s
 
     @property
+    def roof(self) -> Roof:
+        """These ceilings as a :class:`~roofline_lib.roofline.Roof`: ridge, ceiling, time, guard."""
+        return Roof.measured(self)
+
+    @property
     def ridge(self) -> float:
-        """Intensity (FLOP/byte) where this machine's measured roofs meet."""
-        return self.flops_per_s / self.bytes_per_s
+        """Intensity (FLOP/byte) where this machine's measured roofs meet (:attr:`Roof.ridge`)."""
+        return self.roof.ridge
 
     def attainable_flops_per_s(self, intensity: float) -> float:
-        """``min(flops_per_s, bytes_per_s * intensity)`` on the measured roofs."""
-        x = _positive(intensity, "intensity", "FLOP/byte")
-        return min(self.flops_per_s, self.bytes_per_s * x)
+        """``min(flops_per_s, bytes_per_s * intensity)`` on the measured roofs (asks the roof)."""
+        return self.roof.attainable_flops_per_s(intensity)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable record (the form kept under book/data/measurements)."""
@@ -584,45 +588,19 @@ def measured_point(
         raise TypeError(
             f"ceilings must be a MeasuredCeilings from measure_ceilings(), got {type(ceilings).__name__}"
         )
-    f = _positive(flops, "flops", "FLOP")
-    b = _positive(bytes_moved, "bytes_moved", "bytes")
-    t = _positive(seconds.median_s if isinstance(seconds, Timing) else seconds, "seconds", "seconds")
-    tol = _positive(tolerance, "tolerance", "fraction", allow_zero=True)
-
-    compute_s = f / ceilings.flops_per_s
-    memory_s = b / ceilings.bytes_per_s
-    predicted_s = max(compute_s, memory_s)
-    intensity = f / b
-    achieved_flops = f / t
-    achieved_bytes = b / t
-
-    limit = 1.0 + tol
-    if achieved_bytes > ceilings.bytes_per_s * limit:
-        raise ImplausibleMeasurement(
-            f"{name} moves {achieved_bytes / 1e9:.3g} GB/s, {achieved_bytes / ceilings.bytes_per_s:.2f}x "
-            f"the copy bandwidth measured on {ceilings.device_name} ({ceilings.bytes_per_s / 1e9:.3g} GB/s); "
-            "usual causes: the data stayed in cache between calls (rotate buffers larger than the "
-            "last-level cache), or bytes_moved counts traffic the kernel does not make"
-        )
-    if achieved_flops > ceilings.flops_per_s * limit:
-        raise ImplausibleMeasurement(
-            f"{name} reaches {achieved_flops / 1e9:.3g} GFLOP/s, {achieved_flops / ceilings.flops_per_s:.2f}x "
-            f"the {ceilings.precision} matmul rate measured on {ceilings.device_name} "
-            f"({ceilings.flops_per_s / 1e9:.3g} GFLOP/s); usual causes: a miscounted FLOP "
-            "(1 multiply-add = 2 FLOP), a narrower precision than the one measured, or timing that "
-            "stopped before the work finished"
-        )
+    t = seconds.median_s if isinstance(seconds, Timing) else seconds
+    v = ceilings.roof.verdict(flops, bytes_moved, t, tolerance=tolerance, what=name)  # the roof's guard
     return MeasuredKernel(
         name=name,
-        flops=f,
-        bytes_moved=b,
-        seconds=t,
-        predicted_seconds=predicted_s,
-        intensity=intensity,
-        achieved_flops_per_s=achieved_flops,
-        achieved_bytes_per_s=achieved_bytes,
-        ceiling_flops_per_s=min(ceilings.flops_per_s, ceilings.bytes_per_s * intensity),
-        bound="memory" if intensity < ceilings.ridge else "compute",
+        flops=v.flops,
+        bytes_moved=v.bytes_moved,
+        seconds=v.seconds,
+        predicted_seconds=v.time_at_roof_seconds,
+        intensity=v.intensity,
+        achieved_flops_per_s=v.achieved_flops_per_s,
+        achieved_bytes_per_s=v.achieved_bytes_per_s,
+        ceiling_flops_per_s=v.ceiling_flops_per_s,
+        bound=v.bound,
     )
 
 

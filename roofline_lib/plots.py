@@ -23,6 +23,7 @@ from matplotlib.ticker import FuncFormatter
 
 from ._checks import _positive
 from .hardware import GPUSpec, as_gpu
+from .roofline import ridge_point
 
 __all__ = ["Point", "RooflineFigure", "plot_roofline", "plot_ridge_by_precision", "alt_text", "save_roofline"]
 
@@ -194,7 +195,7 @@ def _plan(gpus, precisions, points, memory_roofs, measured, title, intensity_ran
             plan.roofs.append(_Roof(
                 spec.name, f"{spec.name} {p} ({unit}) {_num(peak / _TERA)} TFLOP/s",
                 color, _COMPUTE_STYLES[p], peak=peak,
-                ridge=peak / spec.hbm_bytes_per_s))
+                ridge=ridge_point(spec, p)))
 
     for m in meas:
         owner = f"measured: {m.device_name}"
@@ -401,7 +402,7 @@ def plot_ridge_by_precision(gpus=("A100", "H100", "H200", "B200")) -> RooflineFi
     xs = np.arange(len(PRECISIONS))
     sentences = ["Ridge point in FLOP per byte against precision, log scale."]
     for spec in specs:
-        ridges = [spec.ridge_point(p) if spec.has(p) else np.nan for p in PRECISIONS]
+        ridges = [ridge_point(spec, p) if spec.has(p) else np.nan for p in PRECISIONS]
         ax.plot(xs, ridges, marker="o", label=spec.name)
         have = [f"{p} {_num(r)}" for p, r in zip(PRECISIONS, ridges) if not np.isnan(r)]
         sentences.append(f"{spec.name}: " + ", ".join(have) + ".")

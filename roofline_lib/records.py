@@ -34,7 +34,7 @@ from typing import Any, Iterable, Mapping
 
 from ._checks import _positive, _positive_int
 from .hardware import GPUSpec, as_gpu, bytes_per_element, gpu as _lookup_gpu, known_gpus
-from .roofline import check_plausible
+from .roofline import check_plausible, ridge_point
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -895,7 +895,7 @@ def check_targets(record: GPURecord) -> tuple[Target, ...]:
                 f"{k.achieved_bytes_per_s / 1e12:.3g} TB/s = {fraction:.1%} of the measured copy "
                 f"{record.copy.best_bytes_per_s / 1e12:.3g} TB/s (target {_FUSED_TARGET:.0%})",
             ))
-        ridge = spec.ridge_point(k.compute_precision)
+        ridge = ridge_point(spec, k.compute_precision)
         if k.intensity < ridge:
             error = k.prediction_error
             out.append(Target(

@@ -32,7 +32,7 @@ from matplotlib.ticker import FuncFormatter, PercentFormatter
 
 from ._checks import _positive, _positive_int
 from .hardware import as_gpu, registry
-from .roofline import ImplausibleMeasurement, attainable_flops_per_s
+from .roofline import ImplausibleMeasurement, attainable_flops_per_s, ridge_point
 
 __all__ = ["Explorer", "roofline_explorer", "decode_explorer", "flop_share_explorer", "mfu_explorer"]
 
@@ -184,7 +184,7 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
         prec = controls["precision"].value
         x = controls["intensity"].value
         peak = chip.peak_flops_per_s(prec)
-        ridge = chip.ridge_point(prec)
+        ridge = ridge_point(chip, prec)
         attainable = attainable_flops_per_s(x, chip, prec)
         bound = "memory" if x < ridge else "compute"
         roof_line.set_ydata(attainable_flops_per_s(xs, chip, prec) / _TERA)

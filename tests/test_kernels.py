@@ -96,40 +96,6 @@ def test_counts_reject_bad_sizes_by_name(call, message):
         call()
 
 
-# --------------------------------------------------------------------------- prediction
-
-
-def test_predict_seconds_memory_bound_on_the_h200_datasheet():
-    # 4.8e9 bytes / 4.8e12 B/s = 1 ms; 1e9 FLOP / 67e12 FLOP/s (fp32) = 15 us: memory wins
-    assert K.predict_seconds(OpCount(1e9, 4.8e9), "H200") == pytest.approx(1e-3)
-
-
-def test_predict_seconds_compute_bound_uses_the_fp32_peak():
-    # 6.7e12 FLOP / 67e12 FLOP/s = 0.1 s; 1 byte takes nothing
-    assert K.predict_seconds(OpCount(6.7e12, 1), "H200") == pytest.approx(0.1)
-
-
-def test_predict_seconds_on_a_measured_copy_bandwidth():
-    # 4.8e9 bytes / 4.0e12 B/s measured = 1.2 ms, slower than the datasheet's 1 ms
-    assert K.predict_seconds(OpCount(1e9, 4.8e9), "H200", bytes_per_s=4.0e12) == pytest.approx(1.2e-3)
-
-
-def test_predict_seconds_with_both_roofs_given_needs_no_gpu():
-    # max(100 / 50, 30 / 10) = max(2, 3) = 3 s
-    assert K.predict_seconds(OpCount(100, 30), bytes_per_s=10, flops_per_s=50) == 3
-
-
-def test_predict_seconds_refuses_missing_or_bad_roofs():
-    with pytest.raises(ValueError, match="gpu= or both"):
-        K.predict_seconds(OpCount(1, 1), bytes_per_s=1e12)
-    with pytest.raises(ValueError, match="bytes_per_s"):
-        K.predict_seconds(OpCount(1, 1), "H200", bytes_per_s=0)
-    with pytest.raises(TypeError, match="OpCount"):
-        K.predict_seconds((1, 1), "H200")
-    with pytest.raises(ValueError, match="no fp8"):
-        K.predict_seconds(OpCount(1, 1), "A100", precision="fp8")
-
-
 # --------------------------------------------------------------------------- correctness
 
 
