@@ -51,7 +51,7 @@ import numpy as np
 from ._checks import _fraction, _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
 from .interconnect import LinkSpec, as_link
-from .roofline import PLAUSIBILITY_TOLERANCE, ImplausibleMeasurement, check_plausible
+from .roofline import Roof
 from .transformer import (
     inference_flops_per_token,
     params_per_layer,
@@ -81,6 +81,7 @@ __all__ = [
     "latency_crossover_bytes",
     "measure_collectives",
     "network_ridge",
+    "network_roof",
     "tensor_parallel_layer",
 ]
 
@@ -262,9 +263,29 @@ def comms_intensity(flops, bytes_sent) -> float:
     return _positive(flops, "flops", "FLOP") / _positive(bytes_sent, "bytes_sent", "bytes")
 
 
+def _link_name(link) -> str:
+    if isinstance(link, (LinkSpec, str)):
+        return as_link(link).name
+    return f"{_bandwidth(link) / 1e9:.4g} GB/s link"
+
+
+def network_roof(gpu, link, precision: str = "bf16") -> Roof:
+    """The communication roofline as a :class:`~roofline_lib.roofline.Roof`: the GPU's dense peak
+    over the link's one-direction bandwidth, so its ridge, time at the roof and plausibility
+    check are the library's one rule, with bytes on the wire in place of bytes from memory."""
+    spec = as_gpu(gpu)
+    name = _link_name(link)
+    p = precision.lower() if isinstance(precision, str) else precision
+    return Roof(
+        spec.peak_flops_per_s(precision), _bandwidth(link), f"{spec.name} {p} over {name}",
+        compute_label=f"{spec.name} dense {p} compute peak",
+        memory_label=f"{name} link bandwidth (one direction)",
+    )
+
+
 def network_ridge(gpu, link, precision: str = "bf16") -> float:
     """Peak FLOP/s over the link's one-direction bytes/s: the comms intensity where the roofs meet."""
-    return as_gpu(gpu).peak_flops_per_s(precision) / _bandwidth(link)
+    return network_roof(gpu, link, precision).ridge
 
 
 def exposed_comms_seconds(compute_seconds, comms_seconds, overlap_fraction=0.0) -> float:
@@ -319,18 +340,6 @@ class CommsVerdict:
         return text
 
 
-def _check_link_rate(achieved_bytes_per_s: float, link_spec_bytes_per_s: float, link_name: str, what: str) -> None:
-    """The library's guard (``PLAUSIBILITY_TOLERANCE``) applied to a link instead of HBM."""
-    if achieved_bytes_per_s > link_spec_bytes_per_s * (1.0 + PLAUSIBILITY_TOLERANCE):
-        raise ImplausibleMeasurement(
-            f"{what} sends {achieved_bytes_per_s / 1e9:.4g} GB/s per GPU, "
-            f"{achieved_bytes_per_s / link_spec_bytes_per_s:.2f}x the {link_name} roof of "
-            f"{link_spec_bytes_per_s / 1e9:.4g} GB/s one way; usual causes: the bidirectional figure used "
-            "as if one direction, bytes counted for the whole message instead of what one GPU sends, "
-            "a timer stopped before the collective finished (asynchronous work), or a miscounted byte"
-        )
-
-
 def comms_verdict(flops, bytes_sent, gpu, link, precision: str = "bf16", *, latency_seconds=0.0,
                   overlap_fraction=0.0, measured_seconds=None) -> CommsVerdict:
     """Classify a parallel step: comms intensity against the network ridge, and what overlap hides.
@@ -342,14 +351,13 @@ def comms_verdict(flops, bytes_sent, gpu, link, precision: str = "bf16", *, late
     the arithmetic at peak, or than the bytes at the link's speed, raises ImplausibleMeasurement.
     """
     spec = as_gpu(gpu)
-    link_spec = as_link(link) if isinstance(link, (LinkSpec, str)) else None
-    bw = _bandwidth(link)
-    link_name = link_spec.name if link_spec else f"{bw / 1e9:.4g} GB/s link"
+    the_roof = network_roof(spec, link, precision)
+    bw = the_roof.bytes_per_s
     f = _positive(flops, "flops", "FLOP")
     b = _positive(bytes_sent, "bytes_sent", "bytes")
     lat = _positive(latency_seconds, "latency_seconds", "seconds", allow_zero=True)
     overlap = _fraction(overlap_fraction, "overlap_fraction", allow_zero=True)
-    peak = spec.peak_flops_per_s(precision)
+    peak = the_roof.peak_flops_per_s
     compute = f / peak
     comms = lat + b / bw
     exposed = exposed_comms_seconds(compute, comms, overlap)
@@ -357,13 +365,11 @@ def comms_verdict(flops, bytes_sent, gpu, link, precision: str = "bf16", *, late
     measured = efficiency = None
     if measured_seconds is not None:
         measured = _positive(measured_seconds, "measured_seconds", "seconds")
-        what = "this parallel step"
-        check_plausible(f / measured, 0.0, spec, precision, what=what)  # the compute roof
-        _check_link_rate(b / measured, bw, link_name, what)  # the wire's roof
+        the_roof.check(f / measured, b / measured, what="this parallel step")  # the one plausibility rule
         efficiency = step / measured if measured >= step else 1.0
     return CommsVerdict(
-        gpu=spec.name, link=link_name, precision=precision.lower(), flops=f, bytes_sent=b,
-        intensity=f / b, ridge=peak / bw, bound="comms" if comms > compute else "compute",
+        gpu=spec.name, link=_link_name(link), precision=precision.lower(), flops=f, bytes_sent=b,
+        intensity=f / b, ridge=the_roof.ridge, bound="comms" if comms > compute else "compute",
         compute_seconds=compute, comms_seconds=comms, overlap_fraction=overlap,
         exposed_comms_seconds=exposed, step_seconds=step, comms_share=exposed / step,
         measured_seconds=measured, efficiency=efficiency,

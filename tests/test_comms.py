@@ -10,8 +10,6 @@ import numpy as np
 import pytest
 
 import roofline_lib as rl
-from roofline_lib import comms
-
 
 # ------------------------------------------------------------------ the alpha-beta model
 
@@ -118,6 +116,9 @@ def test_network_ridge_is_peak_over_link():
     assert rl.network_ridge("H100", "nvlink4") == pytest.approx(989.5e12 / 450e9)
     assert rl.network_ridge("H100", "ndr") == pytest.approx(989.5e12 / 50e9)
     assert rl.comms_intensity(1e12, 1e9) == 1000.0
+    r = rl.network_roof("H100", "ndr")
+    assert r.bytes_per_s == 50e9 and r.ridge == rl.network_ridge("H100", "ndr")
+    assert r.seconds(1e12, 1e9) == pytest.approx(0.02)  # the wire's 20 ms beats the compute's 1 ms
 
 
 def test_exposed_comms_after_overlap_counted_by_hand():
@@ -150,7 +151,7 @@ def test_comms_verdict_refuses_impossible_measurements():
     with pytest.raises(rl.ImplausibleMeasurement, match="dense bf16 compute peak"):
         rl.comms_verdict(1e15, 1e6, "H100", "nvlink4", measured_seconds=0.5)
     # 1 GB cannot cross NDR in 10 ms: 100 GB/s, twice the 50 GB/s port
-    with pytest.raises(rl.ImplausibleMeasurement, match=r"2.00x the InfiniBand NDR roof"):
+    with pytest.raises(rl.ImplausibleMeasurement, match=r"2.00x the InfiniBand NDR link bandwidth \(one direction\)"):
         rl.comms_verdict(1e9, 1e9, "H100", "ndr", measured_seconds=0.01)
     ok = rl.comms_verdict(1e9, 1e9, "H100", "ndr", measured_seconds=0.04)
     assert ok.efficiency == pytest.approx(ok.step_seconds / 0.04)
