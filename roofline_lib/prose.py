@@ -1,0 +1,87 @@
+"""Computed numbers for a chapter's prose, the same on the website and in JupyterLab.
+
+A chapter keeps the values its text quotes in one :class:`Prose` object and writes
+``{eval}`prose["key:spec"]` `` where the number goes (``spec`` is a Python format spec, as
+in ``f"{value:spec}"``)::
+
+    prose = Prose()
+    prose("a100_ridge", rl.ridge_point("A100", "bf16"))
+
+    ... a ridge of {eval}`prose["a100_ridge:.0f"]` FLOP/byte ...
+
+Two renderers read that role, and both show an expression's ``text/plain`` form:
+
+* myst-nb (the book build, ``execute_notebooks: inline``) evaluates the expression in the
+  kernel while it builds the page and prints the ``text/plain`` output inline, without the
+  quotes of a ``str`` repr;
+* jupyterlab-myst evaluates it as an ``execute_request`` *user expression* when the reader runs
+  the Markdown cell (Run All runs them all), and shows the same ``text/plain`` output inline.
+
+So an item is a :class:`Shown`: a ``str`` whose ``repr`` is the text itself. Its ``text/plain``
+form is then the formatted number, whatever characters it holds (a plain ``str`` would reach
+both renderers as a Python literal, with escapes where it holds quotes or backslashes). A key
+that was never set, or a spec that does not fit the value, raises, so the strict build fails
+and JupyterLab shows the error in place of the number.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+
+__all__ = ["Prose", "Shown"]
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class Shown(str):
+    """Text that represents itself: ``repr(Shown("153")) == "153"`` (no quotes)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's text/plain
+        printer.text(str.__str__(self))
+
+
+class Prose:
+    """The values a chapter's text quotes, by key; ``prose["key:spec"]`` is one, formatted."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, object] = {}
+
+    def __call__(self, key: str, value: object) -> None:
+        """Keep ``value`` under ``key`` (a Python identifier); setting a key again replaces it."""
+        if not isinstance(key, str) or not _KEY.match(key):
+            raise ValueError(f"key must be a name of letters, digits and underscores, got {key!r}")
+        self._values[key] = value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def value(self, key: str) -> object:
+        """The value kept under ``key``, unformatted."""
+        try:
+            return self._values[key]
+        except KeyError:
+            close = difflib.get_close_matches(key, self._values, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise KeyError(f"no value named {key!r} for the prose (run the cell that sets it){hint}") from None
+
+    def __getitem__(self, ref: str) -> Shown:
+        """``"key"`` or ``"key:spec"`` -> the value formatted with ``format(value, spec)``."""
+        if not isinstance(ref, str):
+            raise TypeError(f"ref must be a string 'key' or 'key:spec', got {type(ref).__name__} {ref!r}")
+        key, _, spec = ref.partition(":")
+        value = self.value(key)
+        try:
+            return Shown(format(value, spec))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"format spec {spec!r} does not fit {key!r} = {value!r}: {exc}") from None
+
+    def __repr__(self) -> str:
+        return f"Prose({', '.join(self._values)})"
