@@ -5,6 +5,7 @@
     roofline measure [--seconds S] [--json FILE]     this machine's copy and matmul roofs
     roofline plot [--gpu G ...] [--precision P ...] [--point LABEL:INTENSITY:TFLOPS ...] -o out.png
     roofline grade PATH... [--json FILE]             check answers in exercises/
+    roofline grade --submissions DIR [--csv F] [--json F] [--workers N] [--time-limit S]
 
 Each subcommand imports what it needs when it runs, so ``roofline gpus`` does not pay for
 torch or matplotlib.
@@ -57,7 +58,7 @@ def _cmd_gpus(args) -> int:
     from .hardware import registry
     from .roofline import ridge_point
 
-    header = ("key", "name", "memory", "HBM TB/s", "capacity GB", "bf16 TFLOP/s", "fp8 TFLOP/s",
+    header = ("key", "name", "memory", "HBM TB/s", "capacity GiB", "bf16 TFLOP/s", "fp8 TFLOP/s",
               "bf16 ridge FLOP/B")
     rows = []
     for key, spec in registry().items():
@@ -66,7 +67,7 @@ def _cmd_gpus(args) -> int:
             spec.name,
             spec.memory_kind,
             f"{spec.hbm_bytes_per_s / 1e12:.3g}",  # bytes/s -> TB/s
-            f"{spec.hbm_capacity_bytes / 1e9:.0f}",  # bytes -> GB (decimal, as datasheets print)
+            f"{spec.hbm_capacity_bytes / 2**30:.0f}",  # bytes -> GiB: the "80 GB" a datasheet prints
             f"{spec.peak_flops_per_s('bf16') / 1e12:.1f}" if spec.has("bf16") else "-",
             f"{spec.peak_flops_per_s('fp8') / 1e12:.1f}" if spec.has("fp8") else "-",
             f"{ridge_point(spec, 'bf16'):.0f}" if spec.has("bf16") else "-",
@@ -214,7 +215,9 @@ def _cmd_grade(args) -> int:
     run_grade = getattr(grading, "run_grade", None)
     if not callable(run_grade):
         raise _UsageError("roofline_lib.grading has no run_grade(paths, json_path=...) function")
-    return int(run_grade(list(args.paths), json_path=args.json))
+    return int(run_grade(list(args.paths), json_path=args.json, submissions=args.submissions,
+                         csv_path=args.csv, workers=args.workers, time_limit_s=args.time_limit,
+                         seed=args.seed))
 
 
 # --------------------------------------------------------------------------- parser
@@ -265,8 +268,17 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("grade", help="grade exercise answers",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", metavar="PATH", help="exercise files to grade")
-    p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="one student's exercise notebooks to grade")
+    p.add_argument("--submissions", metavar="DIR",
+                   help="grade a class: one folder or notebook per student in DIR")
+    p.add_argument("--json", metavar="FILE", help="also write the per-part messages as JSON")
+    p.add_argument("--csv", metavar="FILE", help="with --submissions: write the gradebook CSV here")
+    p.add_argument("--workers", type=int, default=None,
+                   help="notebooks graded at once (default: the number of cores)")
+    p.add_argument("--time-limit", type=float, default=180.0, metavar="SECONDS",
+                   help="per-notebook time limit in seconds (default 180)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the probe inputs (default: fresh each run)")
     p.set_defaults(run=_cmd_grade)
     return parser
 

@@ -1,0 +1,717 @@
+"""The answer key of the exercises: scenarios, references, probe expectations and letters.
+
+Only the grader's process and the practice judge's process import this module; an exercise
+kernel never does (it runs ``roofline_lib.observer`` alone). Every reference is computed here
+from the scenario's typed inputs, which are the same numbers the exercise notebooks type; the
+solutions earning full marks is what holds the two equal.
+
+Each part's judge returns a :class:`Verdict` with two messages:
+
+* ``practice`` (shown in the notebook by ``observer.check``): what is wrong, the *direction* of
+  a numeric error and the convention to revisit;
+* ``submit`` (the grader's report): what is wrong in kind only: not attempted, not a number,
+  the wrong sign, a power of ten off (a unit slip), a known convention slip, or just "not
+  right". It never says high or low, so re-submitting cannot bisect a number.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+__all__ = ["Exercise", "Part", "Probe", "Verdict", "EXERCISES", "PARTS", "parts_of", "plan_of",
+           "draw_probes", "judge", "PRACTICE_SEED", "WIDTHS"]
+
+#: Seed of the probe inputs practice mode uses; the grader draws fresh ones every run.
+PRACTICE_SEED = 20240611
+
+
+@dataclass(frozen=True)
+class Exercise:
+    key: str
+    stem: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One input a student's function is called on: ``kind`` says what it must do with it."""
+
+    id: str
+    function: str
+    args: tuple
+    kind: str  # "valid" (return the right result) or "refuse" (raise ValueError)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # "correct", "wrong", "not attempted"
+    practice: str = ""
+    submit: str = ""
+
+
+@dataclass(frozen=True)
+class Part:
+    key: str
+    title: str
+    names: tuple[str, ...]
+    judge: Callable = None  # (entries, calls, probes) -> Verdict
+    probes: Callable | None = None  # (random.Random) -> list[Probe]
+    marks: int = 1
+
+    @property
+    def exercise(self) -> str:
+        return self.key.split("-")[0]
+
+
+EXERCISES: dict[str, Exercise] = {
+    e.key: e
+    for e in (
+        Exercise("ex1", "ex1_layernorm_4_percent", "The LayerNorm at 4 % of peak"),
+        Exercise("ex2", "ex2_ridge_points", "Two datasheets: ridge, bound, ceiling"),
+        Exercise("ex3", "ex3_70b_budget", "A 70B config: training bill and decode"),
+        Exercise("ex4", "ex4_naive_attention", "Naive QK^T: bytes, intensity, FlashAttention"),
+        Exercise("ex5", "ex5_precision_sweep", "A precision sweep from a datasheet"),
+    )
+}
+
+# ============================================================================ scenarios
+# Typed inputs, the same numbers the exercise notebooks print.
+
+EX1 = dict(
+    fp32_flops_per_s=78e12, bf16_flops_per_s=900e12, hbm_bytes_per_s=4.0e12,  # "Kestrel K1"
+    flop=469_762_048, read_bytes=268_468_224, write_bytes=268_435_456, seconds=150e-6,
+    rerun_seconds=110e-6,
+)
+EX2 = dict(p_bf16=1200e12, p_hbm=6.0e12, q_bf16=500e12, q_hbm=4.0e12, intensity=150.0)
+EX3 = dict(
+    hidden_size=8192, num_hidden_layers=80, intermediate_size=28672, num_attention_heads=64,
+    num_key_value_heads=8, head_dim=128, vocab_size=128256,
+    tokens=2e12, mfu=0.40, bytes_per_param=2,
+    bf16_flops_per_s=750e12, hbm_bytes_per_s=3.2e12, memory_bytes=64e9,  # "Kestrel K2"
+)
+EX4 = dict(seq=8192, head_dim=128, bytes_per_elem=2, bf16_flops_per_s=300e12, hbm_bytes_per_s=2.0e12)
+_EX5_N = 8 * 2048 * 4096
+EX5 = dict(
+    flops=2 * _EX5_N, elems=2 * _EX5_N,
+    heron={"hbm_bytes_per_s": 3.0e12,
+           "peak_flops_per_s": {"fp32": 60e12, "bf16": 1000e12, "fp8": 2000e12}},
+    heron_seconds={"fp32": 190e-6, "bf16": 100e-6, "fp8": 55e-6},
+    ibis={"hbm_bytes_per_s": 2.0e12, "peak_flops_per_s": {"fp32": 19.5e12, "bf16": 312e12}},
+    ibis_copied_seconds={"fp32": 200e-6, "bf16": 100e-6, "fp8": 50e-6},
+)
+
+#: Bytes per element of every number format the exercises' functions must handle.
+WIDTHS = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp6": 0.75,
+          "fp4": 0.5, "int4": 0.5}
+
+
+# ============================================================================ reference maths
+
+
+def _ex1_intensity():
+    return EX1["flop"] / (EX1["read_bytes"] + EX1["write_bytes"])
+
+
+def _ex1_bytes_per_s(seconds):
+    return (EX1["read_bytes"] + EX1["write_bytes"]) / seconds
+
+
+def _ex3_params(*, kv_heads=None, mlp_matrices=3, tied=False):
+    """Weight-matrix parameters of the EX3 config (norm weights left out: under 0.01 %)."""
+    c = EX3
+    kv = c["num_key_value_heads"] if kv_heads is None else kv_heads
+    q = c["num_attention_heads"] * c["head_dim"]
+    attention = c["hidden_size"] * q * 2 + 2 * c["hidden_size"] * kv * c["head_dim"]
+    mlp = mlp_matrices * c["hidden_size"] * c["intermediate_size"]
+    embeddings = (1 if tied else 2) * c["vocab_size"] * c["hidden_size"]
+    return c["num_hidden_layers"] * (attention + mlp) + embeddings
+
+
+def _ex3_cards():
+    return math.ceil(_ex3_params() * EX3["bytes_per_param"] / EX3["memory_bytes"])
+
+
+def _ex3_tokens_per_s(cards):
+    return EX3["hbm_bytes_per_s"] * cards / (_ex3_params() * EX3["bytes_per_param"])
+
+
+def _ex4_naive(seq=None):
+    s, dh, b = seq or EX4["seq"], EX4["head_dim"], EX4["bytes_per_elem"]
+    flops = 2 * s * s * dh
+    return flops, b * (2 * s * dh + s * s)
+
+
+def _ex4_fused():
+    s, dh, b = EX4["seq"], EX4["head_dim"], EX4["bytes_per_elem"]
+    return 4 * s * s * dh, b * 4 * s * dh
+
+
+def _ex4_ridge():
+    return EX4["bf16_flops_per_s"] / EX4["hbm_bytes_per_s"]
+
+
+def _check_datasheet(datasheet):
+    if not isinstance(datasheet, dict):
+        raise ValueError("datasheet must be a dict")
+    bw = datasheet.get("hbm_bytes_per_s")
+    peaks = datasheet.get("peak_flops_per_s")
+    if not isinstance(bw, (int, float)) or not bw > 0 or not isinstance(peaks, dict):
+        raise ValueError("datasheet needs hbm_bytes_per_s and peak_flops_per_s")
+    return float(bw), peaks
+
+
+def ref_ceiling(intensity, datasheet, dtype):
+    """EX2's function: the roofline ceiling in FLOP/s, or ValueError."""
+    bw, peaks = _check_datasheet(datasheet)
+    if not isinstance(intensity, (int, float)) or not math.isfinite(intensity) or intensity <= 0:
+        raise ValueError("intensity must be a positive number of FLOP/byte")
+    if dtype not in peaks:
+        raise ValueError(f"no {dtype} compute on this accelerator")
+    return min(float(peaks[dtype]), bw * intensity)
+
+
+def ref_sweep(flops, elems, seconds_by_dtype, datasheet):
+    """EX5's function: one row per dtype, or ValueError for a missing precision or a too-fast time."""
+    bw, peaks = _check_datasheet(datasheet)
+    rows = {}
+    for dtype, seconds in seconds_by_dtype.items():
+        if dtype not in peaks:
+            raise ValueError(f"no {dtype} compute on this accelerator")
+        if dtype not in WIDTHS:
+            raise ValueError(f"unknown number format {dtype}")
+        bytes_moved = elems * WIDTHS[dtype]
+        intensity = flops / bytes_moved
+        ridge = peaks[dtype] / bw
+        achieved = flops / seconds
+        ceiling = min(peaks[dtype], bw * intensity)
+        if achieved > ceiling * (1 + 1e-9):
+            raise ValueError(f"{dtype}: faster than the roof allows")
+        rows[dtype] = {"bytes_moved": bytes_moved, "intensity": intensity,
+                       "bound": "memory" if intensity < ridge else "compute",
+                       "achieved_flops_per_s": achieved, "ceiling_flops_per_s": ceiling,
+                       "efficiency": achieved / ceiling}
+    return rows
+
+
+def _ex5_efficiency():
+    rows = ref_sweep(EX5["flops"], EX5["elems"], EX5["heron_seconds"], EX5["heron"])
+    return {d: r["efficiency"] for d, r in rows.items()}
+
+
+# ============================================================================ reading entries
+
+
+def _number_of(entry: Mapping):
+    """(float, None) or (None, the reason the entry is not a finite number)."""
+    kind = entry.get("kind")
+    if kind == "number" and isinstance(entry.get("value"), (int, float)) and not isinstance(entry.get("value"), bool):
+        return float(entry["value"]), None
+    if kind == "number":
+        return None, f"is {entry.get('nonfinite', 'not finite')}, not a finite number"
+    shown = {"bool": "a True/False", "str": "a string", "dict": "a dict", "list": "a list",
+             "function": "a function"}.get(kind, f"a {entry.get('type', kind)}")
+    return None, f"should be a number, got {shown}"
+
+
+def _attempted(entry: Mapping) -> bool:
+    return entry.get("kind") not in ("ellipsis", "missing", None)
+
+
+def _describe_number_error(name, value, ref, unit, rel_tol, concept, traps):
+    """(practice, submit) messages for a number outside the tolerance."""
+    if value == 0 or (value < 0) != (ref < 0):
+        msg = f"`{name}` has the wrong sign or is zero. {concept}"
+        return msg, msg
+    for trap_value, trap_hint in traps:
+        if math.isclose(value, trap_value, rel_tol=min(rel_tol, 0.005)):
+            direction = "high" if value > ref else "low"
+            return (f"`{name}` is too {direction}: {trap_hint}", f"`{name}` is not right: {trap_hint}")
+    ratio = value / ref
+    k = round(math.log10(ratio))
+    if k != 0 and math.isclose(ratio, 10.0 ** k, rel_tol=rel_tol):
+        if unit == "fraction":
+            msg = f"`{name}` is off by a factor of 10^{k}: give a fraction between 0 and 1, not a percentage."
+        else:
+            msg = (f"`{name}` is off by a factor of 10^{k}: a unit slip. Give it in plain SI units "
+                   f"({unit}), without a kilo-, mega-, giga- or tera- prefix.")
+        return msg, msg
+    direction = "high" if ratio > 1 else "low"
+    if 0.5 <= ratio <= 2:
+        practice = f"`{name}` ({unit}) is too {direction}. {concept}"
+    else:
+        practice = f"`{name}` ({unit}) is too {direction} by more than a factor of 2. {concept}"
+    return practice, f"`{name}` is not right. {concept}"
+
+
+def _not_attempted(name):
+    return Verdict("not attempted", f"`{name}` is still `...`: replace it with your answer.",
+                   f"`{name}` was not answered.")
+
+
+def number(name, reference, unit, concept, *, rel_tol=0.01, traps=()):
+    """A number within ``rel_tol`` of ``reference()``; ``traps`` are (value(), hint) of known slips."""
+
+    def judge_number(entries, calls, probes):
+        entry = entries.get(name, {"kind": "missing"})
+        if not _attempted(entry):
+            return _not_attempted(name)
+        value, why = _number_of(entry)
+        if why:
+            return Verdict("wrong", f"`{name}` {why} (in {unit}).", f"`{name}` {why} (in {unit}).")
+        ref = float(reference())
+        if math.isclose(value, ref, rel_tol=rel_tol):
+            return Verdict("correct")
+        practice, submit = _describe_number_error(
+            name, value, ref, unit, rel_tol, concept, [(float(t()), h) for t, h in traps])
+        return Verdict("wrong", practice, submit)
+
+    return judge_number
+
+
+def _norm(value):
+    return value.strip().strip(".").lower() if isinstance(value, str) else value
+
+
+def choice(name, reference, options: Sequence, concept):
+    """One of ``options`` (strings compare case-insensitively; 2 and "2" are the same option)."""
+
+    def judge_choice(entries, calls, probes):
+        entry = entries.get(name, {"kind": "missing"})
+        if not _attempted(entry):
+            return _not_attempted(name)
+        got = entry.get("value") if entry.get("kind") in ("str", "bool", "number") else object()
+        if entry.get("kind") == "number" and float(got).is_integer():
+            got = str(int(got))
+        allowed = {_norm(str(o) if isinstance(o, int) and not isinstance(o, bool) else o): o for o in options}
+        if _norm(got) not in allowed or isinstance(got, bool) != isinstance(options[0], bool):
+            shown = ", ".join(repr(o) for o in options)
+            msg = f"`{name}` must be one of {shown}."
+            return Verdict("wrong", msg, msg)
+        ref = reference() if callable(reference) else reference
+        ref = str(ref) if isinstance(ref, int) and not isinstance(ref, bool) else ref
+        if _norm(got) == _norm(ref):
+            return Verdict("correct")
+        return Verdict("wrong", f"`{name}` is not right. {concept}", f"`{name}` is not right. {concept}")
+
+    return judge_choice
+
+
+def all_of(*judges):
+    """Every sub-judge must be correct; the first problem is reported."""
+
+    def judge_all(entries, calls, probes):
+        for j in judges:
+            v = j(entries, calls, probes)
+            if v.status != "correct":
+                return v
+        return Verdict("correct")
+
+    return judge_all
+
+
+def dict_of_numbers(name, reference, unit, concept, *, rel_tol=0.01):
+    def judge_dict(entries, calls, probes):
+        entry = entries.get(name, {"kind": "missing"})
+        if not _attempted(entry):
+            return _not_attempted(name)
+        if entry.get("kind") != "dict":
+            msg = f"`{name}` should be a dict mapping each dtype to a {unit}."
+            return Verdict("wrong", msg, msg)
+        ref = reference()
+        items = entry["items"]
+        missing = [k for k in ref if k not in items]
+        if missing:
+            msg = f"`{name}` has no entry for {', '.join(map(repr, missing))}."
+            return Verdict("wrong", msg, msg)
+        for key, ref_value in ref.items():
+            v = number(f"{name}[{key!r}]", lambda r=ref_value: r, unit, concept, rel_tol=rel_tol)(
+                {f"{name}[{key!r}]": items[key]}, {}, [])
+            if v.status != "correct":
+                return v
+        return Verdict("correct")
+
+    return judge_dict
+
+
+# ---------------------------------------------------------------------------- function answers
+
+
+def _describe_args(args) -> str:
+    text = json.dumps(list(args))
+    return text if len(text) < 300 else text[:297] + "..."
+
+
+def _compare_value(field, got, want, unit):
+    """None when equal; else (practice, submit) about this field."""
+    if isinstance(want, str):
+        if got.get("kind") == "str" and _norm(got.get("value")) == want:
+            return None
+        return (f"'{field}' is not right (compare the intensity with the ridge of that dtype).",
+                f"'{field}' is not right.")
+    value, why = _number_of(got)
+    if why:
+        return (f"'{field}' {why}.", f"'{field}' {why}.")
+    if math.isclose(value, want, rel_tol=1e-6) or (want == 0 and abs(value) < 1e-12):
+        return None
+    return _describe_number_error(f"'{field}'", value, want, unit, 1e-6, "", [])
+
+
+def function(name, reference, *, fields=None, units=None, concept=""):
+    """A student's function called on the part's probes, each compared with ``reference``.
+
+    A "valid" probe must return what the reference returns (every field of every row, for a dict
+    of rows); a "refuse" probe must raise ValueError. A part that has refuse probes also has
+    valid ones, so a function that always raises earns nothing.
+    """
+
+    def judge_function(entries, calls, probes):
+        entry = entries.get(name, {"kind": "missing"})
+        if entry.get("kind") != "function":
+            if not _attempted(entry):
+                return _not_attempted(name)
+            msg = f"`{name}` should be a function."
+            return Verdict("wrong", msg, msg)
+        outcomes = calls.get(name, {})
+        failures = []  # (practice, submit category)
+        for probe in probes:
+            outcome = outcomes.get(probe.id)
+            call = f"{name}(*{_describe_args(probe.args)})"
+            if not isinstance(outcome, dict):
+                failures.append((f"no result for {call}.", "a probe has no result"))
+                continue
+            if probe.kind == "refuse":
+                if "raised" not in outcome:
+                    failures.append((f"{call} returned a result; it must raise ValueError. {concept}",
+                                     "returned a result for an input it must refuse"))
+                elif not outcome.get("value_error"):
+                    failures.append((f"{call} raised {outcome.get('raised')}, not ValueError.",
+                                     "refused an input with an exception that is not a ValueError"))
+                continue
+            if "raised" in outcome:
+                if outcome.get("raised") == "NotImplementedError":
+                    return Verdict("not attempted", f"`{name}` is not written yet.",
+                                   f"`{name}` was not written.")
+                failures.append((f"{call} raised {outcome.get('raised')}: {outcome.get('message', '')}; "
+                                 "it is a valid input.", "raised on a valid input"))
+                continue
+            want = reference(*probe.args)
+            got = outcome.get("returned", {})
+            problem = _compare_result(want, got, fields, units)
+            if problem:
+                failures.append((f"{call}: {problem[0]}", problem[1]))
+        if not failures:
+            return Verdict("correct")
+        kinds = sorted({f[1] for f in failures})
+        practice = f"`{name}` is wrong on {len(failures)} of {len(probes)} probe inputs; first: {failures[0][0]}"
+        submit = f"`{name}` is wrong on {len(failures)} of {len(probes)} probe inputs ({'; '.join(kinds)})."
+        return Verdict("wrong", practice, submit)
+
+    return judge_function
+
+
+def _compare_result(want, got, fields, units):
+    """None, or (practice, submit category) for the first difference."""
+    if fields is None:  # a single number
+        problem = _compare_value("result", got, want, (units or {}).get("result", ""))
+        return None if problem is None else (problem[0], "a wrong value: " + _category(problem[1]))
+    if got.get("kind") != "dict":
+        return ("should return a dict of rows keyed by dtype.", "did not return a dict of rows")
+    rows = got.get("items", {})
+    if sorted(rows) != sorted(want):
+        return (f"returned rows for {sorted(rows)}, expected one row per dtype of seconds_by_dtype.",
+                "wrong set of rows")
+    for dtype, row in want.items():
+        got_row = rows[dtype]
+        if got_row.get("kind") != "dict":
+            return (f"row {dtype!r} should be a dict.", "a row is not a dict")
+        for field in fields:
+            if field not in got_row.get("items", {}):
+                return (f"row {dtype!r} has no key {field!r}.", f"a row has no {field!r}")
+            problem = _compare_value(field, got_row["items"][field], row[field], (units or {}).get(field, ""))
+            if problem:
+                return (f"row {dtype!r}: {problem[0]}", f"{field!r} {_category(problem[1])}")
+    return None
+
+
+def _category(submit_msg: str) -> str:
+    if "sign" in submit_msg:
+        return "has the wrong sign"
+    if "10^" in submit_msg:
+        return "is off by a power of ten"
+    return "is not right"
+
+
+# ---------------------------------------------------------------------------- probes
+
+
+def _datasheet(rng: random.Random, dtypes):
+    bw = round(rng.uniform(1.0, 8.0), 2) * 1e12
+    return {"hbm_bytes_per_s": bw,
+            "peak_flops_per_s": {d: round(rng.uniform(15, 4000), 1) * 1e12 for d in dtypes}}
+
+
+def _dtypes(rng, k, *, unusual=False):
+    """k distinct formats; with ``unusual`` at least one the course library's registry lacks."""
+    names = rng.sample(sorted(WIDTHS), k)
+    if unusual and not set(names) & {"fp6", "int4"}:
+        names[0] = rng.choice(["fp6", "int4"])
+    return list(dict.fromkeys(names))
+
+
+def _ceiling_probes(rng, *, refuse: bool):
+    probes = []
+    for i in range(5):
+        dtypes = _dtypes(rng, 3, unusual=i < 2)
+        ds = _datasheet(rng, dtypes)
+        d = dtypes[0]
+        ridge = ds["peak_flops_per_s"][d] / ds["hbm_bytes_per_s"]
+        intensity = round(ridge * rng.choice([0.05, 0.3, 0.8, 1.25, 3.0, 40.0]), 3)
+        probes.append(Probe(f"v{i}", "ceiling", (intensity, ds, d), "valid"))
+    if refuse:
+        dtypes = _dtypes(rng, 2)
+        lacking = rng.choice([d for d in WIDTHS if d not in dtypes])
+        ds = _datasheet(rng, dtypes)
+        probes.append(Probe("r0", "ceiling", (round(rng.uniform(1, 500), 2), ds, lacking), "refuse"))
+        ds = _datasheet(rng, dtypes)
+        probes.append(Probe("r1", "ceiling", (rng.choice([0.0, -round(rng.uniform(1, 100), 1)]), ds, dtypes[0]), "refuse"))
+    return probes
+
+
+def _sweep_times(rng, flops, elems, ds, dtypes, lo, hi):
+    out = {}
+    for d in dtypes:
+        t_min = max(flops / ds["peak_flops_per_s"][d], elems * WIDTHS[d] / ds["hbm_bytes_per_s"])
+        out[d] = t_min * rng.uniform(lo, hi)
+    return out
+
+
+def _sweep_probes(rng, *, refuse: str | None):
+    probes = []
+    for i in range(4):
+        dtypes = _dtypes(rng, rng.choice([2, 3]), unusual=i < 2)
+        ds = _datasheet(rng, dtypes)
+        elems = rng.choice([2, 4, 8, 16]) * 2 ** rng.randint(18, 24)
+        flops = elems * rng.choice([0.5, 2, 8, 300, 5000])
+        seconds = _sweep_times(rng, flops, elems, ds, dtypes, 1.02, 4.0)
+        probes.append(Probe(f"v{i}", "precision_sweep", (flops, elems, seconds, ds), "valid"))
+    if refuse == "precision":
+        for i in range(2):
+            dtypes = _dtypes(rng, 3)
+            ds = _datasheet(rng, dtypes[:2])  # the chip lacks the third format
+            elems = 2 ** rng.randint(20, 26)
+            seconds = _sweep_times(rng, 2 * elems, elems, _datasheet(rng, dtypes), dtypes, 2.0, 4.0)
+            probes.append(Probe(f"r{i}", "precision_sweep", (2 * elems, elems, seconds, ds), "refuse"))
+    if refuse == "timing":
+        for i in range(2):
+            dtypes = _dtypes(rng, 2)
+            ds = _datasheet(rng, dtypes)
+            elems = 2 ** rng.randint(20, 26)
+            flops = elems * rng.choice([1, 4000])
+            seconds = _sweep_times(rng, flops, elems, ds, dtypes, 1.5, 3.0)
+            fast = dtypes[i % 2]
+            seconds[fast] = _sweep_times(rng, flops, elems, ds, [fast], 0.3, 0.9)[fast]  # beats its roof
+            probes.append(Probe(f"r{i}", "precision_sweep", (flops, elems, seconds, ds), "refuse"))
+        dtypes = _dtypes(rng, 2)
+        ds = _datasheet(rng, dtypes)
+        elems = 2 ** 22
+        near = _sweep_times(rng, 2 * elems, elems, ds, dtypes, 1.005, 1.01)  # close to, not over, the roof
+        probes.append(Probe("v-near-roof", "precision_sweep", (2 * elems, elems, near, ds), "valid"))
+    return probes
+
+
+def draw_probes(part: "Part", rng: random.Random) -> list[Probe]:
+    return part.probes(rng) if part.probes else []
+
+
+# ============================================================================ the parts
+
+_SWEEP_FIELDS = ("bytes_moved", "intensity", "bound", "achieved_flops_per_s", "ceiling_flops_per_s",
+                 "efficiency")
+_SWEEP_UNITS = {"bytes_moved": "bytes", "intensity": "FLOP/byte", "achieved_flops_per_s": "FLOP/s",
+                "ceiling_flops_per_s": "FLOP/s", "efficiency": "fraction"}
+
+_ROOF = ("The roofline ceiling is the lower of two roofs: the compute peak, and the memory "
+         "bandwidth times the arithmetic intensity.")
+_RIDGE = "The ridge point is where the two roofs meet: peak FLOP/s over bytes/s."
+_INTENSITY = "Arithmetic intensity is FLOPs over the bytes that cross the memory bus, both directions."
+_JUDGE_BY_ROOF = "A kernel is judged against the roof that binds it."
+
+_PART_LIST: list[Part] = [
+    # ------------------------------------------------------------------ ex1
+    Part("ex1-a", "intensity from the profile", ("intensity",), number(
+        "intensity", _ex1_intensity, "FLOP/byte", _INTENSITY,
+        traps=[(lambda: EX1["flop"] / EX1["read_bytes"],
+                "the write of the output crosses the memory bus too.")])),
+    Part("ex1-b", "the fp32 ridge of the datasheet", ("ridge_fp32",), number(
+        "ridge_fp32", lambda: EX1["fp32_flops_per_s"] / EX1["hbm_bytes_per_s"], "FLOP/byte", _RIDGE,
+        traps=[(lambda: EX1["bf16_flops_per_s"] / EX1["hbm_bytes_per_s"],
+                "element-wise fp32 arithmetic runs on the vector units, not the matrix units: "
+                "read the datasheet line of the precision the kernel computes in.")])),
+    Part("ex1-c", "which roof binds", ("binding_roof",), choice(
+        "binding_roof", lambda: "memory" if _ex1_intensity() < EX1["fp32_flops_per_s"] / EX1["hbm_bytes_per_s"]
+        else "compute", ("memory", "compute"), "Compare the intensity with the ridge.")),
+    Part("ex1-d", "fraction of the bandwidth roof", ("fraction_of_bandwidth",), number(
+        "fraction_of_bandwidth", lambda: _ex1_bytes_per_s(EX1["seconds"]) / EX1["hbm_bytes_per_s"],
+        "fraction", "Achieved bytes per second over the datasheet's bandwidth.",
+        traps=[(lambda: EX1["flop"] / EX1["seconds"] / EX1["fp32_flops_per_s"],
+                "that is the profiler's share of the compute peak; " + _JUDGE_BY_ROOF)])),
+    Part("ex1-e", "the best share of the fp32 peak", ("best_share_of_peak",), number(
+        "best_share_of_peak",
+        lambda: min(EX1["fp32_flops_per_s"], _ex1_intensity() * EX1["hbm_bytes_per_s"]) / EX1["fp32_flops_per_s"],
+        "fraction", "A perfect kernel runs on its ceiling. " + _ROOF)),
+    Part("ex1-f", "the measurement that settles it", ("settling_measurement",), choice(
+        "settling_measurement", "C", ("A", "B", "C", "D"), _JUDGE_BY_ROOF)),
+    Part("ex1-g", "why that measurement", ("settling_reason",), choice(
+        "settling_reason", 2, (1, 2, 3, 4), _JUDGE_BY_ROOF)),
+    Part("ex1-h", "the 110 us re-run", ("rerun_verdict",), choice(
+        "rerun_verdict", "D", ("A", "B", "C", "D"),
+        "Turn the new time into bytes per second and hold it against the roof.")),
+    # ------------------------------------------------------------------ ex2
+    Part("ex2-a", "ridge of chip P", ("ridge_p",), number(
+        "ridge_p", lambda: EX2["p_bf16"] / EX2["p_hbm"], "FLOP/byte", _RIDGE,
+        traps=[(lambda: EX2["p_hbm"] / EX2["p_bf16"], "the ridge is FLOP per byte, not bytes per FLOP.")])),
+    Part("ex2-b", "ridge of chip Q", ("ridge_q",), number(
+        "ridge_q", lambda: EX2["q_bf16"] / EX2["q_hbm"], "FLOP/byte", _RIDGE,
+        traps=[(lambda: EX2["q_hbm"] / EX2["q_bf16"], "the ridge is FLOP per byte, not bytes per FLOP.")])),
+    Part("ex2-c", "ceiling on P", ("ceiling_p_flops_per_s",), number(
+        "ceiling_p_flops_per_s", lambda: min(EX2["p_bf16"], EX2["p_hbm"] * EX2["intensity"]), "FLOP/s", _ROOF,
+        traps=[(lambda: EX2["p_bf16"], "that is the compute roof; on which side of P's ridge is the kernel?")])),
+    Part("ex2-d", "ceiling on Q", ("ceiling_q_flops_per_s",), number(
+        "ceiling_q_flops_per_s", lambda: min(EX2["q_bf16"], EX2["q_hbm"] * EX2["intensity"]), "FLOP/s", _ROOF,
+        traps=[(lambda: EX2["q_hbm"] * EX2["intensity"],
+                "that is the memory roof at this intensity, which lies above Q's compute roof.")])),
+    Part("ex2-e", "what moving from Q to P does", ("machine_change",), choice(
+        "machine_change", "A", ("A", "B", "C", "D"), "Decide the bound on each chip, then compare the ceilings.")),
+    Part("ex2-f", "why", ("machine_change_reason",), choice(
+        "machine_change_reason", 3, (1, 2, 3, 4), "Where does each chip's ridge sit relative to the kernel?")),
+    Part("ex2-g", "write ceiling()", ("ceiling",), function(
+        "ceiling", ref_ceiling, units={"result": "FLOP/s"}, concept=_ROOF),
+        probes=lambda rng: _ceiling_probes(rng, refuse=False)),
+    Part("ex2-h", "ceiling() refuses what has no answer", ("ceiling",), function(
+        "ceiling", ref_ceiling, units={"result": "FLOP/s"},
+        concept="An accelerator without compute in a format has no roof for it, and an intensity "
+                "must be a positive number of FLOP/byte."),
+        probes=lambda rng: _ceiling_probes(rng, refuse=True)),
+    # ------------------------------------------------------------------ ex3
+    Part("ex3-a", "parameters from the config", ("n_params",), number(
+        "n_params", _ex3_params, "parameters",
+        "Count every weight matrix of one layer (attention projections and the MLP), times the "
+        "layers, plus the embedding and output matrices.",
+        traps=[(lambda: _ex3_params(kv_heads=EX3["num_attention_heads"]),
+                "with grouped-query attention the key and value projections have only "
+                "num_key_value_heads heads."),
+               (lambda: _ex3_params(mlp_matrices=2), "a gated MLP has three matrices, not two."),
+               (lambda: _ex3_params(tied=True), "the embeddings are not tied: the output head is a second matrix.")])),
+    Part("ex3-b", "training FLOPs", ("training_flops",), number(
+        "training_flops", lambda: 6 * _ex3_params() * EX3["tokens"], "FLOP",
+        "Training costs about 6 FLOP per parameter per token: 2 forward, 4 backward.",
+        traps=[(lambda: 2 * _ex3_params() * EX3["tokens"], "that counts the forward pass only.")])),
+    Part("ex3-c", "accelerator-days", ("accelerator_days",), number(
+        "accelerator_days", lambda: 6 * _ex3_params() * EX3["tokens"] / (EX3["mfu"] * EX3["bf16_flops_per_s"]) / 86400,
+        "days", "MFU is the share of the dense peak that does model FLOPs; a day has 86,400 s.", rel_tol=0.02,
+        traps=[(lambda: 6 * _ex3_params() * EX3["tokens"] * EX3["mfu"] / EX3["bf16_flops_per_s"] / 86400,
+                "MFU scales the peak down, so it lengthens the run.")])),
+    Part("ex3-d", "does it fit on one card", ("fits_on_one",), choice(
+        "fits_on_one", lambda: _ex3_params() * EX3["bytes_per_param"] <= EX3["memory_bytes"], (True, False),
+        "Weights in bytes = parameters x bytes per parameter; compare with the card's memory.")),
+    Part("ex3-e", "the fewest cards", ("min_cards",), choice(
+        "min_cards", _ex3_cards, tuple(range(1, 17)),
+        "A part of a card holds nothing: round the number of cards up.")),
+    Part("ex3-f", "the decode ceiling", ("decode_tokens_per_s",), number(
+        "decode_tokens_per_s", lambda: _ex3_tokens_per_s(_ex3_cards()), "tokens/s",
+        "Each token reads every weight once; the cards read their shares at the same time.",
+        traps=[(lambda: _ex3_tokens_per_s(1), "the weights do not fit on one card."),
+               (lambda: _ex3_tokens_per_s(_ex3_cards() - 1), "count the cards that actually hold the weights.")])),
+    Part("ex3-g", "what limits batch-1 decode", ("decode_limit",), choice(
+        "decode_limit", "B", ("A", "B", "C", "D"), "Work out decode's intensity and compare it with the ridge.")),
+    Part("ex3-h", "why", ("decode_limit_reason",), choice(
+        "decode_limit_reason", 1, (1, 2, 3, 4), "Work out decode's intensity and compare it with the ridge.")),
+    # ------------------------------------------------------------------ ex4
+    Part("ex4-a", "QK^T FLOPs", ("qk_flops",), number(
+        "qk_flops", lambda: _ex4_naive()[0], "FLOP", "A multiply-add is 2 FLOP.",
+        traps=[(lambda: _ex4_naive()[0] / 2, "a multiply-add counts as 2 FLOP.")])),
+    Part("ex4-b", "QK^T bytes", ("qk_bytes",), number(
+        "qk_bytes", lambda: _ex4_naive()[1], "bytes",
+        "Every tensor that crosses the memory bus, once, at its width: both inputs and the output.",
+        traps=[(lambda: EX4["bytes_per_elem"] * 2 * EX4["seq"] * EX4["head_dim"],
+                "the naive kernel writes the whole score matrix to memory."),
+               (lambda: EX4["bytes_per_elem"] * EX4["seq"] ** 2, "Q and K are read too.")])),
+    Part("ex4-c", "QK^T intensity", ("qk_intensity",), number(
+        "qk_intensity", lambda: _ex4_naive()[0] / _ex4_naive()[1], "FLOP/byte", _INTENSITY)),
+    Part("ex4-d", "where it sits", ("qk_bound",), choice(
+        "qk_bound", lambda: "memory" if _ex4_naive()[0] / _ex4_naive()[1] < _ex4_ridge() else "compute",
+        ("memory", "compute"), "Compare the intensity with this chip's ridge.")),
+    Part("ex4-e", "what FlashAttention changes", ("flash_change",), choice(
+        "flash_change", "C", ("A", "B", "C", "D"), "Which count, FLOPs or bytes, does fusion change?")),
+    Part("ex4-f", "why", ("flash_reason",), choice(
+        "flash_reason", 4, (1, 2, 3, 4), "Which count, FLOPs or bytes, does fusion change?")),
+    Part("ex4-g", "the fused kernel", ("fused_intensity", "fused_bound"), all_of(
+        number("fused_intensity", lambda: _ex4_fused()[0] / _ex4_fused()[1], "FLOP/byte",
+               "Two matmuls' FLOPs over four s x d_h tensors' bytes.",
+               traps=[(lambda: _ex4_fused()[0] / 2 / _ex4_fused()[1], "count both matmuls.")]),
+        choice("fused_bound", lambda: "memory" if _ex4_fused()[0] / _ex4_fused()[1] < _ex4_ridge() else "compute",
+               ("memory", "compute"), "Compare the fused intensity with the ridge."))),
+    Part("ex4-h", "the naive intensity as s grows", ("naive_intensity_limit",), number(
+        "naive_intensity_limit", lambda: 2 * EX4["head_dim"] / EX4["bytes_per_elem"],
+        "FLOP/byte", "Write the intensity as a function of s and let s grow: which terms dominate?")),
+    Part("ex4-i", "longer sequences", ("longer_sequence",), choice(
+        "longer_sequence", "A", ("A", "B", "C", "D"), "Compare the limit of part h with the ridge.")),
+    # ------------------------------------------------------------------ ex5
+    Part("ex5-a", "write precision_sweep()", ("precision_sweep",), function(
+        "precision_sweep", ref_sweep, fields=_SWEEP_FIELDS, units=_SWEEP_UNITS, concept=_ROOF),
+        probes=lambda rng: _sweep_probes(rng, refuse=None)),
+    Part("ex5-b", "refuse a precision the chip lacks", ("precision_sweep",), function(
+        "precision_sweep", ref_sweep, fields=_SWEEP_FIELDS, units=_SWEEP_UNITS,
+        concept="A chip without compute in a format cannot have run the kernel in it."),
+        probes=lambda rng: _sweep_probes(rng, refuse="precision")),
+    Part("ex5-c", "refuse an impossible timing", ("precision_sweep",), function(
+        "precision_sweep", ref_sweep, fields=_SWEEP_FIELDS, units=_SWEEP_UNITS,
+        concept="No measurement can beat its roof; one that does is a measuring mistake."),
+        probes=lambda rng: _sweep_probes(rng, refuse="timing")),
+    Part("ex5-d", "efficiency per width", ("efficiency_by_dtype",), dict_of_numbers(
+        "efficiency_by_dtype", _ex5_efficiency, "fraction", "Achieved FLOP/s over the ceiling at that width.")),
+    Part("ex5-e", "the fastest possible bf16 time on Ibis", ("ibis_bf16_floor_seconds",), number(
+        "ibis_bf16_floor_seconds", lambda: EX5["elems"] * WIDTHS["bf16"] / EX5["ibis"]["hbm_bytes_per_s"], "seconds",
+        "A memory-bound kernel can go no faster than its bytes over the bandwidth.",
+        traps=[(lambda: EX5["elems"] * WIDTHS["fp32"] / EX5["ibis"]["hbm_bytes_per_s"], "bf16 is 2 bytes per element."),
+               (lambda: EX5["flops"] / EX5["ibis"]["peak_flops_per_s"]["bf16"],
+                "that is the compute roof's time; this kernel is far left of the ridge.")])),
+    Part("ex5-f", "what is wrong with the copied sweep", ("copied_sweep",), choice(
+        "copied_sweep", "D", ("A", "B", "C", "D"), "Check each row against the datasheet: the formats, then the roof.")),
+    Part("ex5-g", "why the bf16 row cannot be real", ("copied_sweep_reason",), choice(
+        "copied_sweep_reason", 2, (1, 2, 3, 4), "No measurement can beat its roof.")),
+]
+
+PARTS: dict[str, Part] = {p.key: p for p in _PART_LIST}
+
+
+def parts_of(exercise: str) -> list[Part]:
+    return [p for p in _PART_LIST if p.exercise == exercise]
+
+
+def plan_of(part: Part, probes: Sequence[Probe]) -> dict:
+    """What the kernel may see: the names and the probe inputs, never an expectation."""
+    plan = {"names": list(part.names)}
+    if probes:
+        by_fn: dict[str, list] = {}
+        for p in probes:
+            by_fn.setdefault(p.function, []).append([p.id, json.dumps(list(p.args))])
+        plan["probes"] = by_fn
+    return plan
+
+
+def judge(part: Part, observation, probes: Sequence[Probe]) -> Verdict:
+    """Judge one observation; a malformed one is an error, never an exception."""
+    if not isinstance(observation, dict) or not isinstance(observation.get("entries"), dict):
+        return Verdict("error", "the check could not read your answers.", "the observation was unreadable.")
+    entries = {k: v for k, v in observation["entries"].items() if isinstance(v, dict)}
+    calls = observation.get("calls") if isinstance(observation.get("calls"), dict) else {}
+    calls = {k: v for k, v in calls.items() if isinstance(v, dict)}
+    try:
+        return part.judge(entries, calls, probes)
+    except Exception as err:  # noqa: BLE001 - a malformed observation never crashes the grader
+        return Verdict("error", f"could not judge the answer ({type(err).__name__}).",
+                       f"could not judge the answer ({type(err).__name__}).")

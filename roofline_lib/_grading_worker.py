@@ -1,0 +1,179 @@
+"""One graded notebook, run in a fresh kernel: the grader's worker process.
+
+The grader starts ``python -m roofline_lib._grading_worker`` in a new session, in the
+submission's scratch folder, with a scrubbed environment, and writes the job (a JSON list of
+cell sources, the injected ones marked) to its stdin. The worker
+
+* makes itself a *child subreaper*, so a process the kernel detaches (double fork, ``setsid``)
+  is re-parented to the worker instead of escaping, and kills every descendant before it exits;
+* makes itself non-dumpable, so the kernel (same user) cannot open ``/proc/<worker>/fd/...``
+  and write into the pipe the grader reads;
+* starts the kernel with its standard streams on ``/dev/null``: the kernel inherits no
+  descriptor of the grader's pipe;
+* runs the cells one by one and writes one JSON line per event to stdout: ``kernel`` (its pid),
+  ``begin`` (cell i starts), ``cell`` (cell i ended: the observations of an injected cell, the
+  error of any cell), ``died`` (the kernel process is gone) and ``finished``.
+
+It judges nothing and holds no key: the observations are the kernel's, judged by the grader.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from .observer import MIME_TYPE
+
+__all__ = ["descendants", "kill_tree", "harden"]
+
+_PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def harden() -> None:
+    """Child subreaper and non-dumpable (Linux); silently nothing elsewhere."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
+def _parents() -> dict[int, int]:
+    table = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # pragma: no cover - no procfs
+        return table
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        rest = stat[stat.rfind(")") + 2:].split()
+        if len(rest) >= 2 and rest[0] != "Z":
+            table[int(name)] = int(rest[1])
+    return table
+
+
+def descendants(root: int) -> list[int]:
+    """Live (non-zombie) processes below ``root``, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for pid, ppid in _parents().items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _reap() -> None:
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def kill_tree(root: int, *, include_root: bool = False, rounds: int = 20) -> None:
+    """SIGKILL every descendant of ``root`` (and its process group), until none is left."""
+    for _ in range(rounds):
+        pids = descendants(root)
+        if include_root:
+            pids.append(root)
+        alive = False
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                alive = True
+            except (ProcessLookupError, PermissionError):
+                pass
+        _reap()
+        if not alive:
+            return
+        time.sleep(0.02)
+
+
+def _emit(stream, event: dict) -> None:
+    stream.write(json.dumps(event) + "\n")
+    stream.flush()
+
+
+def _run_cell(km, kc, source: str, injected: bool):
+    """Execute one cell; returns (observations, error, died)."""
+    msg_id = kc.execute(source, store_history=False, allow_stdin=False)
+    observations, error = [], None
+    while True:
+        try:
+            msg = kc.get_iopub_msg(timeout=0.5)
+        except Exception:  # noqa: BLE001 - queue.Empty: check the kernel is still there
+            if not km.is_alive():
+                return observations, error, True
+            continue
+        if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        kind, content = msg.get("msg_type"), msg.get("content", {})
+        if kind in ("display_data", "execute_result") and injected:
+            data = content.get("data", {})
+            if MIME_TYPE in data:
+                observations.append(data[MIME_TYPE])
+        elif kind == "error":
+            error = f"{content.get('ename', '')}: {content.get('evalue', '')}"[:300]
+        elif kind == "status" and content.get("execution_state") == "idle":
+            return observations, error, False
+
+
+def main() -> int:
+    harden()
+    out = os.fdopen(os.dup(1), "w")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)  # nothing the libraries print can reach the grader's pipe
+    os.dup2(devnull, 2)
+    job = json.loads(sys.stdin.read())
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                    cwd=os.getcwd())
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=120)
+        _emit(out, {"event": "kernel", "pid": km.provisioner.process.pid})
+        for i, cell in enumerate(job["cells"]):
+            _emit(out, {"event": "begin", "index": i})
+            observations, error, died = _run_cell(km, kc, cell["source"], cell.get("injected", False))
+            if died:
+                _emit(out, {"event": "died", "index": i})
+                break
+            _emit(out, {"event": "cell", "index": i, "observations": observations, "error": error})
+        else:
+            _emit(out, {"event": "finished"})
+    except RuntimeError as err:  # the kernel never became ready
+        _emit(out, {"event": "died", "index": -1, "why": str(err)[:200]})
+    finally:
+        try:
+            kc.stop_channels()
+        except Exception:  # noqa: BLE001
+            pass
+        kill_tree(os.getpid())
+        try:
+            km.cleanup_resources()
+        except Exception:  # noqa: BLE001
+            pass
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
