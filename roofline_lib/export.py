@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .hardware import BYTES_PER_ELEMENT, PRECISIONS, registry
+from .interconnect import link_registry, node_registry
 from .roofline import PLAUSIBILITY_TOLERANCE, ridge_point
 
 __all__ = ["SCHEMA_VERSION", "registry_as_dict", "registry_json", "write_registry_js", "write_registry_json"]
@@ -66,12 +67,28 @@ def registry_as_dict() -> dict[str, Any]:
             "dense_flops_per_s": "FLOP/s (int8: OP/s)",
             "sparse_flops_per_s": "FLOP/s with 2:4 structured sparsity, for reference only",
             "ridge_flops_per_byte": "FLOP/byte, dense peak over HBM bandwidth",
+            "links.bytes_per_s": "bytes/s in one direction, per GPU (NVLink, PCIe) or per port (InfiniBand)",
         },
         "precisions": list(PRECISIONS),
         "bytes_per_element": {p: BYTES_PER_ELEMENT[p] for p in PRECISIONS},
         "plausibility_tolerance": PLAUSIBILITY_TOLERANCE,
         "gpus": {key: _gpu_record(key, spec) for key, spec in registry().items()},
+        "links": {key: _link_record(key, spec) for key, spec in link_registry().items()},
+        "nodes": {key: _node_record(key, spec) for key, spec in node_registry().items()},
     }
+
+
+def _link_record(key: str, spec) -> dict[str, Any]:
+    """One interconnect link: one-direction bytes/s (the figure the comms model uses) and its source."""
+    return {"key": key, "name": spec.name, "kind": spec.kind, "aliases": list(spec.aliases),
+            "bytes_per_s": float(spec.bytes_per_s), "per": spec.per, "source": spec.source}
+
+
+def _node_record(key: str, spec) -> dict[str, Any]:
+    """One multi-GPU node: its GPU's key, GPU count, and the link keys inside and out of it."""
+    return {"key": key, "name": spec.name, "gpu": spec.gpu.key, "n_gpus": spec.n_gpus,
+            "scale_up": spec.scale_up.key, "scale_out": spec.scale_out.key,
+            "scale_out_ports": spec.scale_out_ports, "source": spec.source}
 
 
 def registry_json(*, indent: int | None = 2) -> str:

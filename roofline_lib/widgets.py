@@ -34,7 +34,8 @@ from ._checks import _positive, _positive_int
 from .hardware import as_gpu, registry
 from .roofline import ImplausibleMeasurement, attainable_flops_per_s, ridge_point
 
-__all__ = ["Explorer", "roofline_explorer", "decode_explorer", "flop_share_explorer", "mfu_explorer"]
+__all__ = ["Explorer", "roofline_explorer", "decode_explorer", "flop_share_explorer", "mfu_explorer",
+           "collective_explorer"]
 
 _TERA = 1e12  # FLOP/s -> TFLOP/s at the edge
 _FIGSIZE = (6.4, 3.6)  # inches
@@ -438,5 +439,100 @@ def mfu_explorer(n_params: float = 7e9, tokens_per_s: float | None = None, n_gpu
             )
 
     explorer = Explorer(controls, fig, recompute, title="MFU explorer")
+    explorer.update()
+    return explorer
+
+
+# --------------------------------------------------------------------------- communication
+
+
+_COMMS_CHOICES = (  # (label, (collective, algorithm)) as comms.collective_cost takes them
+    ("all-reduce (ring)", ("all_reduce", "ring")),
+    ("all-reduce (tree)", ("all_reduce", "tree")),
+    ("all-gather", ("all_gather", "ring")),
+    ("reduce-scatter", ("reduce_scatter", "ring")),
+    ("all-to-all", ("all_to_all", "ring")),
+    ("point-to-point", ("point_to_point", "ring")),
+)
+_MESSAGE_LOG10 = (2.0, 11.0)  # 100 bytes to 100 GB
+
+
+def collective_explorer(link="NVLink 4", n_ranks: int = 8, message_bytes: float = 1e8,
+                        alpha_seconds: float = 5e-6, collective: str = "all_reduce",
+                        algorithm: str = "ring") -> Explorer:
+    """A link, a rank count, a message size and a collective -> time and bus bandwidth.
+
+    The figure draws the alpha-beta model's bus bandwidth against message size (the NCCL tests'
+    busbw), its two limits (latency for small messages, the link for large ones) and the chosen
+    message on the curve. ``alpha_seconds`` is the per-step latency the model assumes.
+    """
+    from . import comms, interconnect
+
+    spec = interconnect.as_link(link)
+    n0 = _positive_int(n_ranks, "n_ranks", "ranks")
+    s0 = _positive(message_bytes, "message_bytes", "bytes")
+    alpha = _positive(alpha_seconds, "alpha_seconds", "seconds")
+    lo, hi = 10 ** _MESSAGE_LOG10[0], 10 ** _MESSAGE_LOG10[1]
+    if not lo <= s0 <= hi:
+        raise ValueError(f"message_bytes must be between {lo:g} and {hi:g} bytes, got {message_bytes!r}")
+    start = comms.collective_cost(collective, s0, n0, alpha, spec, algorithm)  # checks the rest
+    choice = (start.collective, start.algorithm)
+
+    controls = {
+        "link": w.Dropdown(options=[(s.name, key) for key, s in interconnect.link_registry().items()],
+                           value=spec.key, description="link", layout=w.Layout(width="20em")),
+        "collective": w.Dropdown(options=list(_COMMS_CHOICES), value=choice, description="collective",
+                                 layout=w.Layout(width="18em")),
+        "n_ranks": w.SelectionSlider(options=_choices(n0, tuple(2**k for k in range(1, 11))), value=n0,
+                                     description="ranks", continuous_update=False),
+        "message_bytes": w.FloatLogSlider(value=s0, base=10, min=_MESSAGE_LOG10[0], max=_MESSAGE_LOG10[1],
+                                          step=0.01, description="bytes", readout_format=".3g",
+                                          continuous_update=False),
+    }
+    fig, ax = _figure()
+    sizes = np.geomspace(lo, hi, 200)
+    (curve,) = ax.plot(sizes, sizes, lw=2, color="C0", label="alpha-beta model")
+    (limits,) = ax.plot(sizes, sizes, ls="--", lw=1, color="0.5", label="latency and link limits")
+    cross_line = ax.axvline(1.0, ls=":", color="C0", lw=1)
+    (dot,) = ax.plot([s0], [1.0], "o", color="C3", ms=8, label="your message")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("bus bandwidth (GB/s)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+
+    def recompute() -> None:
+        link_spec = interconnect.link(controls["link"].value)
+        name, algo = controls["collective"].value
+        n = controls["n_ranks"].value
+        s = controls["message_bytes"].value
+        cost = comms.collective_cost(name, s, n, alpha, link_spec, algo)
+        crossover = comms.latency_crossover_bytes(name, n, alpha, link_spec, algo)
+        bus = np.array([comms.collective_cost(name, x, n, alpha, link_spec, algo).bus_bytes_per_s
+                        for x in sizes])
+        factor = comms.bus_bandwidth_factor(name, n)
+        per_byte = comms.collective_bytes_per_rank(name, 1.0, n, algo)
+        flat = link_spec.bytes_per_s * factor / per_byte  # the large-message limit
+        slope = factor / (cost.steps * alpha)  # the small-message limit: size * factor / latency
+        curve.set_ydata(bus / 1e9)
+        limits.set_ydata(np.minimum(flat, slope * sizes) / 1e9)
+        cross_line.set_xdata([crossover, crossover])
+        dot.set_data([s], [cost.bus_bytes_per_s / 1e9])
+        ax.set_ylim(flat / 1e9 / 1e6, flat / 1e9 * 3)
+        ax.set_title(f"{algo} {name} on {n} ranks over {link_spec.name} "
+                     f"({_fmt(link_spec.bytes_per_s / 1e9)} GB/s one way), alpha {alpha * 1e6:.3g} us",
+                     fontsize=9)
+        explorer.result = cost
+        explorer.readout.value = (
+            f"{_fmt(s)} bytes: {cost.steps} steps x {alpha * 1e6:.3g} us + {_fmt(cost.bytes_per_rank)} bytes "
+            f"on the wire = <b>{_fmt(cost.seconds * 1e6)} us</b>; bus bandwidth "
+            f"<b>{_fmt(cost.bus_bytes_per_s / 1e9)} GB/s</b> ({cost.bus_bytes_per_s / link_spec.bytes_per_s:.0%} "
+            f"of the link), latency {cost.latency_share:.0%} of the time. Latency stops dominating at "
+            f"{_fmt(crossover)} bytes."
+        )
+
+    explorer = Explorer(controls, fig, recompute, title="Collective cost explorer")
     explorer.update()
     return explorer

@@ -57,6 +57,13 @@ function evaluateCases(X, cases) {
         return X.flopShares(c.d_model, c.seq_len, c.n_layers, c.vocab, c.ffn_ratio, c.gated, c.causal);
       }
       if (c.op === "format") return X[c.how](c.x, c.digits);
+      if (c.op === "link") return X.findLink(c.name).key;
+      if (c.op === "collective") {
+        return X.collectiveCost(c.collective, c.message_bytes, c.n_ranks, c.alpha_seconds, c.link, c.algorithm);
+      }
+      if (c.op === "crossover") {
+        return X.latencyCrossoverBytes(c.collective, c.n_ranks, c.alpha_seconds, c.link, c.algorithm);
+      }
       throw new Error("unknown op " + c.op);
     } catch (err) {
       return { error: String(err.message) };
@@ -424,3 +431,69 @@ def test_refusal_numbers_print_as_python_prints_them(run_js, x):
         {"op": "format", "how": "percentLikePython", "x": x / 100, "digits": 1},
     ])
     assert (general, fixed, percent) == (f"{x:.4g}", f"{x:.2f}", f"{x / 100:.1%}")
+
+
+# ------------------------------------------------------------------ comms mode (roofline_lib.comms)
+
+_COMMS_KINDS = [("all_reduce", "ring"), ("all_reduce", "tree"), ("all_gather", "ring"),
+                ("reduce_scatter", "ring"), ("all_to_all", "ring"), ("point_to_point", "ring")]
+
+
+def test_collective_costs_match_the_library_on_every_link(run_js):
+    cases, expected = [], []
+    for key in rl.known_links():
+        for collective, algorithm in _COMMS_KINDS:
+            for n in (2, 3, 8, 1024):
+                for size in (100.0, 1e6, 1.23e8, 1e11):  # the slider's ends and two between
+                    cases.append({"op": "collective", "collective": collective, "algorithm": algorithm,
+                                  "n_ranks": n, "message_bytes": size, "alpha_seconds": 5e-6, "link": key})
+                    expected.append(rl.collective_cost(collective, size, n, 5e-6, key, algorithm))
+                cases.append({"op": "crossover", "collective": collective, "algorithm": algorithm,
+                              "n_ranks": n, "alpha_seconds": 5e-6, "link": key})
+                expected.append(rl.latency_crossover_bytes(collective, n, 5e-6, key, algorithm))
+    got = run_js(cases)
+    assert len(got) == len(cases) > 1000  # 9 links x 6 collectives x 4 rank counts x 5 cases
+    for case, mine, lib in zip(cases, got, expected):
+        assert not (isinstance(mine, dict) and "error" in mine), (case, mine)
+        if case["op"] == "crossover":
+            assert math.isclose(mine, lib, rel_tol=1e-12), (case, mine, lib)
+            continue
+        pairs = {"steps": lib.steps, "bytesPerRank": lib.bytes_per_rank, "bytesPerS": lib.bytes_per_s,
+                 "latencySeconds": lib.latency_seconds, "bandwidthSeconds": lib.bandwidth_seconds,
+                 "seconds": lib.seconds, "algorithmBytesPerS": lib.algorithm_bytes_per_s,
+                 "busBytesPerS": lib.bus_bytes_per_s, "latencyShare": lib.latency_share}
+        for name, value in pairs.items():
+            assert math.isclose(mine[name], value, rel_tol=1e-12), (case, name, mine[name], value)
+
+
+def test_collective_worked_example_and_link_names(run_js):
+    cost, names = run_js([
+        {"op": "collective", "collective": "all-reduce", "message_bytes": 1e8, "n_ranks": 8,
+         "alpha_seconds": 5e-6, "link": "NVLink 4"},
+        {"op": "link", "name": "InfiniBand NDR"},
+    ])
+    # 14 steps x 5 us = 70 us, plus 2 * 7 / 8 * 100 MB = 175 MB at 450 GB/s = 388.9 us; 458.9 us in all
+    assert cost["steps"] == 14 and cost["bytesPerRank"] == pytest.approx(175e6)
+    assert cost["seconds"] == pytest.approx(70e-6 + 175e6 / 450e9)
+    assert names == "ib-ndr"
+    every = [n for key, spec in rl.link_registry().items() for n in (key, spec.name, *spec.aliases)]
+    assert run_js([{"op": "link", "name": n} for n in every]) == [rl.link(n).key for n in every]
+
+
+def test_comms_bad_input_is_refused_with_the_reason(run_js):
+    one_rank, tree_gather, no_link, zero_size, broadcast = run_js([
+        {"op": "collective", "collective": "all_reduce", "message_bytes": 1e6, "n_ranks": 1,
+         "alpha_seconds": 5e-6, "link": "nvlink4"},
+        {"op": "collective", "collective": "all_gather", "algorithm": "tree", "message_bytes": 1e6,
+         "n_ranks": 4, "alpha_seconds": 5e-6, "link": "nvlink4"},
+        {"op": "link", "name": "token ring"},
+        {"op": "collective", "collective": "all_reduce", "message_bytes": 0, "n_ranks": 4,
+         "alpha_seconds": 5e-6, "link": "nvlink4"},
+        {"op": "collective", "collective": "broadcast", "message_bytes": 1e6, "n_ranks": 4,
+         "alpha_seconds": 5e-6, "link": "nvlink4"},
+    ])
+    assert "n_ranks must be at least 2 ranks" in one_rank["error"]
+    assert "'tree' is modelled for all_reduce only" in tree_gather["error"]
+    assert no_link["error"].startswith('unknown link "token ring"; known links: nvlink3')
+    assert "message_bytes must be a positive finite number of bytes" in zero_size["error"]
+    assert "collective must be one of all_reduce" in broadcast["error"]

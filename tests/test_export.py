@@ -73,3 +73,15 @@ def test_write_registry_json_round_trips(tmp_path):
     assert json.loads(path.read_text(encoding="utf-8")) == export.registry_as_dict()
     export.write_registry_json(tmp_path / "again.json")
     assert (tmp_path / "again.json").read_bytes() == path.read_bytes()  # deterministic output
+
+
+def test_links_and_nodes_are_exported_one_direction_in_registry_order():
+    data = export.registry_as_dict()
+    assert list(data["links"]) == list(rl.known_links())
+    assert list(data["nodes"]) == list(rl.known_nodes())
+    assert data["links"]["nvlink4"]["bytes_per_s"] == 450e9  # the datasheet's 900 GB/s, one way
+    assert data["links"]["ib-ndr"]["bytes_per_s"] == 50e9  # 400 Gb/s / 8
+    h100 = data["nodes"]["8x-h100"]
+    assert (h100["gpu"], h100["n_gpus"], h100["scale_up"], h100["scale_out"]) == ("h100-sxm", 8, "nvlink4", "ib-ndr")
+    for key, record in data["links"].items():
+        assert record["bytes_per_s"] == rl.link(key).bytes_per_s and record["source"]

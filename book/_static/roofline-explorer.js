@@ -9,6 +9,7 @@
  *   <div class="roofline-explorer" data-mode="decode" data-gpu="H100" data-precision="bf16" data-n-params="7e9" data-batch="1"></div>
  *   <div class="roofline-explorer" data-mode="mfu" data-gpu="A100" data-precision="bf16" data-n-params="6.7e9" data-tokens-per-s="1.5e6" data-n-gpus="256"></div>
  *   <div class="roofline-explorer" data-mode="flops" data-d-model="4096" data-seq-len="4096" data-n-layers="32" data-vocab="32000" data-ffn-ratio="2.6875" data-gated="true"></div>
+ *   <div class="roofline-explorer" data-mode="comms" data-link="NVLink 4" data-n-ranks="8" data-message-bytes="1e8" data-alpha-seconds="5e-6" data-collective="all_reduce"></div>
  *
  * The arithmetic mirrors roofline_lib and is tested against it (tests/test_explorer_js.py):
  *   ridge       = peak / bandwidth                                  (roofline.ridge_point)
@@ -18,6 +19,9 @@
  *   MFU         = (6N or 6N + 6 L s d) * tokens/s / (n_gpus * peak)  (training.mfu; refused above 1)
  *   forward     = L * (8 d^2 + 2 s d causal or 4 s d + 4 d d_ff or 6 gated) + 2 d V
  *                                                                   (transformer.transformer_flops_per_token)
+ *   collective  = steps * alpha + bytes_per_rank / link bytes/s;
+ *   bus bw      = size / time * (2(n-1)/n all-reduce, (n-1)/n gather/scatter/all-to-all, 1 p2p)
+ *                                                                   (comms.collective_cost)
  * Everything is SI inside; the readouts convert to TFLOP/s, TB/s, GB and ms, 3 significant digits.
  */
 (function (root) {
@@ -304,6 +308,109 @@
     });
   }
 
+  // -- communication: the alpha-beta model of roofline_lib.comms, on the links of roofline_lib.interconnect
+
+  var COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "point_to_point"];
+
+  /** The registry record of a link, by key, name or alias, as roofline_lib.link() resolves it. */
+  function findLink(name) {
+    var links = registry().links;
+    if (!links) throw new Error("the registry on this page has no links (re-run roofline_lib.export)");
+    var norm = normalise(name);
+    var candidates = [norm, norm.replace(/ /g, "-"), norm.replace(/-/g, " ")];
+    var keys = Object.keys(links);
+    for (var c = 0; c < candidates.length; c++) {
+      for (var k = 0; k < keys.length; k++) {
+        var rec = links[keys[k]];
+        var names = [rec.key, rec.name.toLowerCase()].concat(rec.aliases.map(function (a) {
+          return a.toLowerCase();
+        }));
+        if (names.indexOf(candidates[c]) >= 0) return rec;
+      }
+    }
+    throw new Error("unknown link " + JSON.stringify(name) + "; known links: " + keys.join(", "));
+  }
+
+  function collectiveKey(collective) {
+    var squashed = String(collective).toLowerCase().replace(/[^a-z0-9]/g, "");
+    var spellings = { allreduce: "all_reduce", allgather: "all_gather", reducescatter: "reduce_scatter",
+      alltoall: "all_to_all", pointtopoint: "point_to_point", p2p: "point_to_point", sendrecv: "point_to_point" };
+    if (Object.prototype.hasOwnProperty.call(spellings, squashed)) return spellings[squashed];
+    throw new Error("collective must be one of " + COLLECTIVES.join(", ") + ", got " + JSON.stringify(collective));
+  }
+
+  function commsArgs(collective, nRanks, algorithm) {
+    var c = collectiveKey(collective);
+    var a = algorithm === undefined ? "ring" : algorithm;
+    if (a !== "ring" && a !== "tree") throw new Error("algorithm must be one of ring, tree, got " + JSON.stringify(a));
+    if (a === "tree" && c !== "all_reduce") {
+      throw new Error("algorithm 'tree' is modelled for all_reduce only, got collective " + JSON.stringify(c));
+    }
+    if (!(Number.isInteger(nRanks) && nRanks >= 2)) {
+      throw new Error("n_ranks must be at least 2 ranks for a " + c + ", got " + nRanks);
+    }
+    return { c: c, n: nRanks, a: a };
+  }
+
+  /** Messages sent one after another (comms.collective_steps). */
+  function collectiveSteps(collective, nRanks, algorithm) {
+    var x = commsArgs(collective, nRanks, algorithm);
+    if (x.c === "point_to_point") return 1;
+    if (x.c === "all_reduce") return x.a === "ring" ? 2 * (x.n - 1) : 2 * Math.ceil(Math.log2(x.n));
+    return x.n - 1;
+  }
+
+  /** Bytes each rank sends per byte of message (comms.collective_bytes_per_rank / message_bytes). */
+  function bytesPerRankPerByte(collective, nRanks, algorithm) {
+    var x = commsArgs(collective, nRanks, algorithm);
+    if (x.c === "point_to_point") return 1;
+    if (x.c === "all_reduce") return x.a === "ring" ? (2 * (x.n - 1)) / x.n : 2;
+    return (x.n - 1) / x.n;
+  }
+
+  /** The NCCL tests' factor from algorithm to bus bandwidth (comms.bus_bandwidth_factor). */
+  function busBandwidthFactor(collective, nRanks) {
+    var x = commsArgs(collective, nRanks, "ring");
+    if (x.c === "all_reduce") return (2 * (x.n - 1)) / x.n;
+    if (x.c === "point_to_point") return 1;
+    return (x.n - 1) / x.n;
+  }
+
+  /** comms.collective_cost: steps * alpha + bytes_per_rank / bandwidth, and the two bandwidths. */
+  function collectiveCost(collective, messageBytes, nRanks, alphaSeconds, link, algorithm) {
+    positive(messageBytes, "message_bytes", "bytes");
+    if (typeof alphaSeconds !== "number" || !isFinite(alphaSeconds) || alphaSeconds < 0) {
+      throw new Error("alpha_seconds must be a non-negative finite number of seconds, got " + alphaSeconds);
+    }
+    var bw = typeof link === "number" ? positive(link, "bytes_per_s", "bytes per second (one direction)")
+      : (typeof link === "string" ? findLink(link) : link).bytes_per_s;
+    var steps = collectiveSteps(collective, nRanks, algorithm);
+    var perRank = bytesPerRankPerByte(collective, nRanks, algorithm) * messageBytes;
+    var latency = steps * alphaSeconds;
+    var wire = perRank / bw;
+    var seconds = latency + wire;
+    var algbw = messageBytes / seconds;
+    return {
+      steps: steps,
+      bytesPerRank: perRank,
+      bytesPerS: bw,
+      latencySeconds: latency,
+      bandwidthSeconds: wire,
+      seconds: seconds,
+      algorithmBytesPerS: algbw,
+      busBytesPerS: algbw * busBandwidthFactor(collective, nRanks),
+      latencyShare: latency / seconds,
+    };
+  }
+
+  /** comms.latency_crossover_bytes: the size where latency time equals wire time. */
+  function latencyCrossoverBytes(collective, nRanks, alphaSeconds, link, algorithm) {
+    positive(alphaSeconds, "alpha_seconds", "seconds");
+    var bw = typeof link === "number" ? link : (typeof link === "string" ? findLink(link) : link).bytes_per_s;
+    return (collectiveSteps(collective, nRanks, algorithm) * alphaSeconds * bw) /
+      bytesPerRankPerByte(collective, nRanks, algorithm);
+  }
+
   var api = {
     findGpu: findGpu,
     peakFlopsPerS: peakFlopsPerS,
@@ -320,6 +427,11 @@
     generalLikePython: generalLikePython,
     percentLikePython: percentLikePython,
     sig3: sig3,
+    findLink: findLink,
+    collectiveSteps: collectiveSteps,
+    busBandwidthFactor: busBandwidthFactor,
+    collectiveCost: collectiveCost,
+    latencyCrossoverBytes: latencyCrossoverBytes,
   };
   root.RooflineExplorer = api;
 
@@ -339,6 +451,7 @@
     decode: "Decode explorer",
     mfu: "MFU explorer",
     flops: "Where a token's FLOPs go",
+    comms: "Collective cost explorer",
   };
   // The four parts of a token's forward FLOPs, in the order of roofline_lib's flop_share_explorer.
   var SHARE_PARTS = [
@@ -837,6 +950,136 @@
     refresh();
   }
 
+  var MESSAGE_LOG10 = [2, 11]; // message sizes 100 bytes to 100 GB
+  var RANKS_CHOICES = powersOfTwo(1, 10); // 2 to 1,024 ranks
+  var COMMS_CHOICES = [
+    { value: "all_reduce/ring", text: "all-reduce (ring)" },
+    { value: "all_reduce/tree", text: "all-reduce (tree)" },
+    { value: "all_gather/ring", text: "all-gather" },
+    { value: "reduce_scatter/ring", text: "reduce-scatter" },
+    { value: "all_to_all/ring", text: "all-to-all" },
+    { value: "point_to_point/ring", text: "point-to-point" },
+  ];
+
+  /** Bus bandwidth against message size on log-log axes: the curve, its two asymptotes, the point. */
+  function drawBusCurve(svg, o) {
+    clear(svg);
+    var W = 420, H = 250, L = 60, R = 20, T = 10, B = 38;
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    var lx0 = MESSAGE_LOG10[0], lx1 = MESSAGE_LOG10[1];
+    var lyTop = Math.ceil(Math.log10(o.flat * 2));
+    var lyBot = lyTop - 6;
+    function px(x) { return L + ((Math.log10(x) - lx0) / (lx1 - lx0)) * (W - L - R); }
+    function py(y) {
+      var ly = Math.max(lyBot, Math.log10(y));
+      return T + ((lyTop - ly) / (lyTop - lyBot)) * (H - T - B);
+    }
+    var g = svgEl("g", { class: "roofline-explorer__axes" });
+    for (var e = lx0; e <= lx1; e++) {
+      var x = px(Math.pow(10, e));
+      g.appendChild(svgEl("line", { x1: x, x2: x, y1: T, y2: H - B, class: "grid" }));
+      if ((e - lx0) % 2 === 0) {
+        g.appendChild(svgEl("text", { x: x, y: H - B + 14, "text-anchor": "middle" }, prefixed(Math.pow(10, e), "B")));
+      }
+    }
+    for (var f = lyBot; f <= lyTop; f++) {
+      var y = py(Math.pow(10, f));
+      g.appendChild(svgEl("line", { x1: L, x2: W - R, y1: y, y2: y, class: "grid" }));
+      if (f === lyBot) continue;
+      g.appendChild(svgEl("text", { x: L - 4, y: y + 4, "text-anchor": "end" }, tick(Math.pow(10, f) / 1e9)));
+    }
+    g.appendChild(svgEl("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" }, "message size"));
+    g.appendChild(svgEl("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle",
+      transform: "rotate(-90 12 " + (T + H - B) / 2 + ")" }, "bus bandwidth (GB/s)"));
+    svg.appendChild(g);
+    var roof = [], curve = [];
+    for (var i = 0; i <= 90; i++) {
+      var size = Math.pow(10, lx0 + ((lx1 - lx0) * i) / 90);
+      roof.push(px(size) + "," + py(Math.min(o.flat, o.slope * size)));
+      curve.push(px(size) + "," + py(o.bus(size)));
+    }
+    svg.appendChild(svgEl("polyline", { class: "roofline-explorer__ridge", points: roof.join(" ") }));
+    svg.appendChild(svgEl("polyline", { class: "roofline-explorer__roof", points: curve.join(" ") }));
+    svg.appendChild(svgEl("circle", { class: "roofline-explorer__point", r: 5, cx: px(o.x), cy: py(o.bus(o.x)) }));
+  }
+
+  /** One collective on one link: a link selector, ranks, message size and collective. */
+  function commsExplorer(host, ui) {
+    var reg = registry();
+    var link0 = findLink(host.getAttribute("data-link") || "NVLink 4");
+    var n0 = numberAttr(host, "data-n-ranks", 8);
+    var s0 = positive(numberAttr(host, "data-message-bytes", 1e8), "data-message-bytes", "bytes");
+    var alpha = positive(numberAttr(host, "data-alpha-seconds", 5e-6), "data-alpha-seconds", "seconds");
+    var c0 = collectiveKey(host.getAttribute("data-collective") || "all_reduce");
+    var a0 = host.getAttribute("data-algorithm") || "ring";
+    collectiveCost(c0, s0, n0, alpha, link0, a0); // checks the markup before drawing
+    var size = Number(s0.toPrecision(3));
+
+    var linkSelect = el("select", { name: "link" });
+    fillSelect(linkSelect, Object.keys(reg.links).map(function (k) {
+      return { value: k, text: reg.links[k].name };
+    }), link0.key);
+    var kindSelect = el("select", { name: "collective" });
+    fillSelect(kindSelect, COMMS_CHOICES, c0 + "/" + a0);
+    var ranks = steppedSlider("n_ranks", choices(n0, RANKS_CHOICES), n0, "Number of ranks (powers of two)");
+    var slider = el("input", { type: "range", name: "message_bytes", min: String(MESSAGE_LOG10[0]),
+      max: String(MESSAGE_LOG10[1]), step: "0.01", value: String(Math.log10(s0)),
+      "aria-label": "Message size in bytes (logarithmic)" });
+    var sizeValue = el("output", { class: "roofline-explorer__slider-value" });
+    ui.controls.appendChild(field("Link", linkSelect));
+    ui.controls.appendChild(field("Collective", kindSelect));
+    ui.controls.appendChild(field("Ranks", el("span", {}, [ranks.input, ranks.output])));
+    ui.controls.appendChild(field("Message", el("span", {}, [slider, sizeValue])));
+    var out = {
+      link: readout(ui.dl, "bytes_per_s", "Link, one way"),
+      seconds: readout(ui.dl, "seconds", "Time"),
+      latency: readout(ui.dl, "latency_share", "Latency share"),
+      algbw: readout(ui.dl, "algorithm_bytes_per_s", "Algorithm bandwidth"),
+      busbw: readout(ui.dl, "bus_bytes_per_s", "Bus bandwidth"),
+      crossover: readout(ui.dl, "crossover_bytes", "Latency stops dominating at"),
+    };
+
+    function refresh() {
+      var rec = reg.links[linkSelect.value];
+      var parts = kindSelect.value.split("/");
+      var c = parts[0], a = parts[1], n = ranks.value();
+      var cost = collectiveCost(c, size, n, alpha, rec, a);
+      var crossover = latencyCrossoverBytes(c, n, alpha, rec, a);
+      host.setAttribute("data-current-message-bytes", String(size));
+      host.setAttribute("data-current-n-ranks", String(n));
+      sizeValue.textContent = prefixed(size, "B");
+      ranks.output.textContent = grouped(n);
+      show(out.link, rec.bytes_per_s, sig3(rec.bytes_per_s / 1e9) + " GB/s (" + rec.name + ")");
+      show(out.seconds, cost.seconds, cost.steps + " × " + sig3(alpha * 1e6) + " µs + " +
+        prefixed(cost.bytesPerRank, "B") + " on the wire = " + sig3(cost.seconds * 1e6) + " µs");
+      show(out.latency, cost.latencyShare, sig3(100 * cost.latencyShare) + " %");
+      show(out.algbw, cost.algorithmBytesPerS, sig3(cost.algorithmBytesPerS / 1e9) + " GB/s");
+      show(out.busbw, cost.busBytesPerS, sig3(cost.busBytesPerS / 1e9) + " GB/s (" +
+        sig3((100 * cost.busBytesPerS) / rec.bytes_per_s) + " % of the link)");
+      show(out.crossover, crossover, prefixed(crossover, "B"));
+      var factor = busBandwidthFactor(c, n);
+      var perByte = cost.bytesPerRank / size;
+      drawBusCurve(ui.svg, {
+        flat: (rec.bytes_per_s * factor) / perByte,
+        slope: factor / (cost.steps * alpha),
+        bus: function (s) { return collectiveCost(c, s, n, alpha, rec, a).busBytesPerS; },
+        x: size,
+      });
+      ui.svgTitle.textContent = "Bus bandwidth of a " + a + " " + c + " on " + n + " ranks over " + rec.name +
+        " against message size; at " + prefixed(size, "B") + " it reaches " + sig3(cost.busBytesPerS / 1e9) + " GB/s";
+      ui.svg.insertBefore(ui.svgTitle, ui.svg.firstChild);
+      ui.note.textContent = "Alpha-beta model with alpha = " + sig3(alpha * 1e6) + " µs per step. The dashed " +
+        "lines are its two limits: latency (small messages) and the link (large ones); they cross where " +
+        "latency stops dominating. Source: " + rec.source + ".";
+    }
+
+    linkSelect.addEventListener("change", refresh);
+    kindSelect.addEventListener("change", refresh);
+    ranks.input.addEventListener("input", refresh);
+    slider.addEventListener("input", function () { size = snap3(slider.value); refresh(); });
+    refresh();
+  }
+
   function mount(host) {
     if (host.getAttribute("data-roofline-mounted")) return; // draw each explorer once
     host.setAttribute("data-roofline-mounted", "true");
@@ -852,6 +1095,7 @@
       text: MODES[mode] + " (runs in this page, no kernel needed)" }));
     var ui = frame(host);
     if (mode === "flops") flopsExplorer(host, ui);
+    else if (mode === "comms") commsExplorer(host, ui);
     else gpuExplorer(host, ui, mode);
   }
 
