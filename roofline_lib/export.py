@@ -34,10 +34,10 @@ def _gpu_record(key: str, spec) -> dict[str, Any]:
         "aliases": list(spec.aliases),
         "memory_kind": spec.memory_kind,
         "hbm_bytes_per_s": float(spec.hbm_bytes_per_s),
-        "hbm_capacity_bytes": float(spec.hbm_capacity_bytes),
-        "l2_bytes": float(spec.l2_bytes),
+        "hbm_capacity_bytes": None if spec.hbm_capacity_bytes is None else float(spec.hbm_capacity_bytes),
+        "l2_bytes": None if spec.l2_bytes is None else float(spec.l2_bytes),
         "l2_bytes_per_s": None if spec.l2_bytes_per_s is None else float(spec.l2_bytes_per_s),
-        "sm_count": int(spec.sm_count),
+        "sm_count": None if spec.sm_count is None else int(spec.sm_count),
         "precisions": precisions,
         "dense_flops_per_s": {p: float(spec.dense_flops_per_s[p]) for p in precisions},
         "sparse_flops_per_s": {

@@ -1,22 +1,30 @@
-"""The hardware registry: the single source of every GPU number in the course.
+"""The hardware registry: the single source of every accelerator number in the course.
 
-All figures are SI: bytes, bytes per second, FLOP per second. Capacities are
-the decimal gigabytes the datasheets print (80 GB = 80e9 bytes). They are the
-vendor's *datasheet* figures. NVIDIA prints tensor-core figures "with sparsity"
-(2:4 structured sparsity doubles them); the registry stores the dense figure,
-which is the one a dense matmul can reach, and keeps the sparse figure apart.
-``peak_flops_per_s`` never returns a sparse figure unless asked by name.
+All figures are SI: bytes, bytes per second, FLOP per second. They are the
+vendor's *datasheet* figures. NVIDIA and AMD print tensor-core figures "with
+sparsity" (2:4 structured sparsity doubles them); the registry stores the dense
+figure, which is the one a dense matmul can reach, and keeps the sparse figure
+apart. ``peak_flops_per_s`` never returns a sparse figure unless asked by name.
+
+Capacity convention: a part sold as "80 GB" is built from memory stacks of
+power-of-two size and holds 80 GiB, 80 * 2**30 bytes, so ``hbm_capacity_bytes``
+is the printed number times 2**30 (:data:`GIB`) for every entry. The driver keeps
+a little of it back (under 1 % on current parts), which is not subtracted.
+Bandwidths stay decimal, as printed (3.35 TB/s = 3.35e12 B/s).
 
 Every entry carries ``source`` (the datasheet it came from) and ``notes`` (how
-a number was derived when the datasheet does not print it directly).
+a number was derived when the datasheet does not print it directly). A chip the
+registry lacks is described with :func:`accelerator`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
 __all__ = [
+    "GIB",
     "PRECISIONS",
     "BYTES_PER_ELEMENT",
     "GPUSpec",
@@ -24,6 +32,7 @@ __all__ = [
     "known_gpus",
     "registry",
     "as_gpu",
+    "accelerator",
     "bytes_per_element",
 ]
 
@@ -37,6 +46,9 @@ BYTES_PER_ELEMENT = MappingProxyType(
 
 _T = 1e12  # one tera
 _G = 1e9  # one giga
+
+#: One gibibyte, 2**30 bytes: the unit a memory capacity is really printed in (see above).
+GIB = 2**30
 _MB = 1e6  # datasheets quote cache sizes in decimal-ish MB; kept as printed
 
 
@@ -66,14 +78,16 @@ class GPUSpec:
     ``dense_flops_per_s`` maps precision -> dense peak FLOP/s (int8 in OP/s).
     ``sparse_flops_per_s`` holds the 2:4-sparsity figures for reference only.
     ``fp32`` is the CUDA-core (non-tensor) peak; ``tf32`` and narrower are
-    tensor-core peaks.
+    tensor-core peaks. ``hbm_capacity_bytes``, ``l2_bytes`` and ``sm_count`` may be
+    ``None`` for a chip described by a reader (:func:`accelerator`); every field is
+    checked when the spec is made.
     """
 
     name: str
     hbm_bytes_per_s: float
-    hbm_capacity_bytes: float
-    l2_bytes: float
-    sm_count: int
+    hbm_capacity_bytes: float | None
+    l2_bytes: float | None
+    sm_count: int | None
     dense_flops_per_s: Mapping[str, float]
     sparse_flops_per_s: Mapping[str, float]
     source: str
@@ -82,6 +96,39 @@ class GPUSpec:
     l2_bytes_per_s: float | None = None
     notes: str = ""
     key: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise TypeError(f"name must be a non-empty string such as 'MI300X', got {self.name!r}")
+        _rate(self.hbm_bytes_per_s, "hbm_bytes_per_s", "bytes per second", "TB/s", "3.35e12")
+        if self.hbm_capacity_bytes is not None:
+            _rate(self.hbm_capacity_bytes, "hbm_capacity_bytes", "bytes", "GB", "80 * 2**30")
+        if self.l2_bytes is not None:
+            _number(self.l2_bytes, "l2_bytes", "bytes")
+        if self.l2_bytes_per_s is not None:
+            _rate(self.l2_bytes_per_s, "l2_bytes_per_s", "bytes per second", "TB/s", "7.2e12")
+        if self.sm_count is not None and (isinstance(self.sm_count, bool)
+                                          or not isinstance(self.sm_count, int) or self.sm_count < 1):
+            raise ValueError(f"sm_count must be a positive whole number of SMs (or None), got {self.sm_count!r}")
+        for attr, required in (("dense_flops_per_s", True), ("sparse_flops_per_s", False)):
+            table = getattr(self, attr)
+            if not isinstance(table, Mapping) or (required and not table):
+                raise TypeError(
+                    f"{attr} must map precision names to FLOP/s, such as {{'bf16': 989e12}}, got {table!r}"
+                )
+            for precision, value in table.items():
+                _precision_key(precision)
+                _rate(value, f"{attr}[{precision!r}]", "FLOP per second", "TFLOP/s", "989e12")
+            object.__setattr__(self, attr, MappingProxyType(dict(table)))
+        for precision, value in self.sparse_flops_per_s.items():
+            dense = self.dense_flops_per_s.get(precision)
+            if dense is not None and value < dense:
+                raise ValueError(
+                    f"sparse_flops_per_s[{precision!r}] = {value!r} is below the dense {dense!r}: "
+                    "the sparse figure is the larger one (2:4 sparsity doubles the rate)"
+                )
+        if not isinstance(self.source, str) or not self.source.strip():
+            raise ValueError(f"source must say where the numbers come from, got {self.source!r}")
 
     @property
     def precisions(self) -> tuple[str, ...]:
@@ -98,6 +145,8 @@ class GPUSpec:
         e.g. fp8 on an A100.
         """
         key = _precision_key(precision)
+        if not isinstance(sparse, bool):
+            raise TypeError(f"sparse must be True or False, got {type(sparse).__name__} {sparse!r}")
         table = self.sparse_flops_per_s if sparse else self.dense_flops_per_s
         if key not in table:
             kind = "a sparse figure for" if sparse and key in self.dense_flops_per_s else ""
@@ -107,6 +156,49 @@ class GPUSpec:
                 f"{self.name} has no {what} (precision={precision!r}); it has: {has}"
             )
         return table[key]
+
+
+def _number(value, name: str, unit: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number of {unit}, got {value!r}")
+    return float(value)
+
+
+def _rate(value, name: str, unit: str, big_unit: str, example: str) -> float:
+    """A positive figure of at least 1e9 ``unit``: anything smaller is a unit slip, not a chip."""
+    x = _number(value, name, unit)
+    if x < 1e9:
+        raise ValueError(
+            f"{name} must be in {unit}, got {value!r}, below 1e9: did you mean {big_unit}? "
+            f"(write {example}, not the figure in {big_unit})"
+        )
+    return x
+
+
+def accelerator(name, peak_flops_per_s, hbm_bytes_per_s, hbm_capacity_bytes=None, *,
+                source="described by the reader", sparse_flops_per_s=None, memory_kind="HBM") -> GPUSpec:
+    """Describe a chip the registry lacks: a name, dense peaks by precision, bandwidth, capacity.
+
+    >>> chip = accelerator("My NPU", {"bf16": 400e12, "fp8": 800e12}, hbm_bytes_per_s=2.0e12,
+    ...                    hbm_capacity_bytes=64 * GIB)
+    >>> round(chip.peak_flops_per_s("bf16") / chip.hbm_bytes_per_s)  # its bf16 ridge, FLOP/byte
+    200
+
+    Everything is SI: FLOP/s, bytes/s, bytes. A bandwidth or a peak below 1e9 is refused
+    with a hint ("did you mean TB/s?"): 2.0 means nothing as bytes per second. The result
+    works wherever a GPU name does (``rl.decode_roofline(7e9, chip)``).
+    """
+    return GPUSpec(
+        name=name,
+        hbm_bytes_per_s=hbm_bytes_per_s,
+        hbm_capacity_bytes=hbm_capacity_bytes,
+        l2_bytes=None,
+        sm_count=None,
+        dense_flops_per_s=peak_flops_per_s,
+        sparse_flops_per_s={} if sparse_flops_per_s is None else sparse_flops_per_s,
+        source=source,
+        memory_kind=memory_kind,
+    )
 
 
 def _spec(key, name, *, bw, cap, l2, sms, dense, sparse, source, aliases=(), **kw) -> GPUSpec:
@@ -146,6 +238,8 @@ _B200_SPARSE = {"tf32": 18e15 / 8, "bf16": 36e15 / 8, "fp16": 36e15 / 8,
                 "fp8": 72e15 / 8, "int8": 72e15 / 8, "fp4": 144e15 / 8}
 _L4_SPARSE = {"tf32": 120 * _T, "bf16": 242 * _T, "fp16": 242 * _T,
               "fp8": 485 * _T, "int8": 485 * _T}
+_MI300X_SPARSE = {"tf32": 1307.4 * _T, "bf16": 2614.9 * _T, "fp16": 2614.9 * _T,
+                  "fp8": 5229.8 * _T, "int8": 5229.8 * _T}
 _SPARSE_NOTE = "Dense tensor-core figures are the datasheet's sparse figures halved."
 
 _REGISTRY: dict[str, GPUSpec] = {
@@ -153,7 +247,7 @@ _REGISTRY: dict[str, GPUSpec] = {
     for spec in (
         _spec(
             "a100-80gb-sxm", "A100 80GB SXM",
-            bw=2039 * _G, cap=80 * _G, l2=40 * _MB, sms=108,
+            bw=2039 * _G, cap=80 * GIB, l2=40 * _MB, sms=108,
             dense={"fp32": 19.5 * _T, **_A100_TENSOR_DENSE},
             sparse={p: 2 * v for p, v in _A100_TENSOR_DENSE.items()},
             source=_A100_SOURCE,
@@ -164,7 +258,7 @@ _REGISTRY: dict[str, GPUSpec] = {
         ),
         _spec(
             "a100-40gb-sxm", "A100 40GB SXM",
-            bw=1555 * _G, cap=40 * _G, l2=40 * _MB, sms=108,
+            bw=1555 * _G, cap=40 * GIB, l2=40 * _MB, sms=108,
             dense={"fp32": 19.5 * _T, **_A100_TENSOR_DENSE},
             sparse={p: 2 * v for p, v in _A100_TENSOR_DENSE.items()},
             source=_A100_SOURCE,
@@ -175,7 +269,7 @@ _REGISTRY: dict[str, GPUSpec] = {
         ),
         _spec(
             "h100-sxm", "H100 SXM",
-            bw=3.35 * _T, cap=80 * _G, l2=50 * _MB, sms=132,
+            bw=3.35 * _T, cap=80 * GIB, l2=50 * _MB, sms=132,
             dense={"fp32": 67 * _T, **_halves(_H100_SXM_SPARSE)},
             sparse=_H100_SXM_SPARSE,
             source="NVIDIA H100 Tensor Core GPU datasheet (2023), H100 SXM column",
@@ -185,7 +279,7 @@ _REGISTRY: dict[str, GPUSpec] = {
         ),
         _spec(
             "h100-pcie", "H100 PCIe",
-            bw=2.0 * _T, cap=80 * _G, l2=50 * _MB, sms=114,
+            bw=2.0 * _T, cap=80 * GIB, l2=50 * _MB, sms=114,
             dense={"fp32": 51 * _T, **_halves(_H100_PCIE_SPARSE)},
             sparse=_H100_PCIE_SPARSE,
             source="NVIDIA H100 Tensor Core GPU datasheet (2023), H100 PCIe column",
@@ -195,7 +289,7 @@ _REGISTRY: dict[str, GPUSpec] = {
         ),
         _spec(
             "h200", "H200 SXM",
-            bw=4.8 * _T, cap=141 * _G, l2=50 * _MB, sms=132,
+            bw=4.8 * _T, cap=141 * GIB, l2=50 * _MB, sms=132,
             dense={"fp32": 67 * _T, **_halves(_H100_SXM_SPARSE)},
             sparse=_H100_SXM_SPARSE,
             source="NVIDIA H200 Tensor Core GPU datasheet (2024), H200 SXM column",
@@ -205,7 +299,7 @@ _REGISTRY: dict[str, GPUSpec] = {
         ),
         _spec(
             "b200", "B200",
-            bw=8 * _T, cap=180 * _G, l2=126 * _MB, sms=148,
+            bw=8 * _T, cap=180 * GIB, l2=126 * _MB, sms=148,
             dense={"fp32": 600e12 / 8, **_halves(_B200_SPARSE)},
             sparse=_B200_SPARSE,
             source="NVIDIA HGX B200 datasheet (2024): 8-GPU board figures divided by 8",
@@ -217,13 +311,48 @@ _REGISTRY: dict[str, GPUSpec] = {
         ),
         _spec(
             "l4", "L4",
-            bw=300 * _G, cap=24 * _G, l2=48 * _MB, sms=58,
+            bw=300 * _G, cap=24 * GIB, l2=48 * _MB, sms=58,
             dense={"fp32": 30.3 * _T, **_halves(_L4_SPARSE)},
             sparse=_L4_SPARSE,
             source="NVIDIA L4 Tensor Core GPU datasheet (2023)",
             aliases=("nvidia l4",),
             memory_kind="GDDR6",
             notes=_SPARSE_NOTE + " SM count and L2 from the Ada Lovelace architecture whitepaper (AD104).",
+        ),
+        _spec(
+            "mi300x", "MI300X",
+            bw=5.3 * _T, cap=192 * GIB, l2=None, sms=304,
+            dense={"fp32": 163.4 * _T, "tf32": 653.7 * _T, "bf16": 1307.4 * _T, "fp16": 1307.4 * _T,
+                   "fp8": 2614.9 * _T, "int8": 2614.9 * _T},
+            sparse=_MI300X_SPARSE,
+            source="AMD Instinct MI300X accelerator data sheet (2023)",
+            aliases=("amd mi300x", "instinct mi300x"),
+            memory_kind="HBM3",
+            notes="Dense and sparse matrix figures both as printed (the sparse ones are twice the "
+            "dense to the data sheet's rounding); fp32 is its "
+            "FP32 vector/matrix peak. sm_count holds the 304 compute units. l2_bytes is None: the "
+            "part has 4 MB of L2 per compute die and a 256 MB memory-side Infinity Cache, not one L2.",
+        ),
+        _spec(
+            "tpu-v4", "TPU v4",
+            bw=1200 * _G, cap=32 * GIB, l2=None, sms=None,
+            dense={"bf16": 275 * _T, "int8": 275 * _T},
+            sparse={},
+            source="Google Cloud TPU documentation, TPU v4 system architecture: per-chip figures",
+            aliases=("tpuv4", "tpu v4", "v4"),
+            memory_kind="HBM2",
+            notes="Google prints dense figures only (no structured-sparsity rates). Per chip (two "
+            "TensorCores); a pod slice multiplies them by its chip count. No L2 in the GPU sense.",
+        ),
+        _spec(
+            "tpu-v5e", "TPU v5e",
+            bw=819 * _G, cap=16 * GIB, l2=None, sms=None,
+            dense={"bf16": 197 * _T, "int8": 394 * _T},
+            sparse={},
+            source="Google Cloud TPU documentation, TPU v5e system architecture: per-chip figures",
+            aliases=("tpuv5e", "tpu v5e", "v5e", "tpu v5 lite"),
+            memory_kind="HBM2",
+            notes="Google prints dense figures only. One TensorCore per chip.",
         ),
     )
 }

@@ -2,10 +2,14 @@
 
 Counting conventions used throughout (all SI: FLOP, bytes, seconds):
 
-* One multiply-accumulate is 2 FLOP, so a forward pass costs ``2 * n_params`` FLOP per token.
-* "Bytes" means HBM traffic. One decode step streams every weight from HBM once, however many
-  sequences share the step; each sequence also reads its own KV cache once per step.
-* Capacities are the decimal gigabytes the datasheets print (80 GB = 80e9 bytes).
+* One multiply-accumulate is 2 FLOP (:data:`roofline_lib.ops.FLOP_PER_MAC`), so a forward pass
+  costs ``2 * n_params`` FLOP per token.
+* "Bytes" means HBM traffic. One decode step streams the weights it uses from HBM once, however
+  many sequences share the step; each sequence also reads its own KV cache once per step. Given a
+  :class:`~roofline_lib.transformer.TransformerConfig`, the step reads only what it uses: one
+  embedding row per sequence (not the whole table), and for a mixture of experts only the experts
+  the batch's tokens are routed to (:func:`decode_step_bytes_of`).
+* Capacities follow the registry: a part sold as "80 GB" holds 80 GiB (80 * 2**30 bytes).
 
 The one rule behind this module: a weight matmul's intensity is set by the number of tokens that
 share one read of the weights. In bf16 it is about that token count in FLOP/byte, so single-stream
@@ -19,7 +23,9 @@ from dataclasses import dataclass
 
 from ._checks import _fraction, _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
+from .ops import FLOP_PER_MAC, gemm
 from .roofline import ridge_point
+from .transformer import TransformerConfig
 
 __all__ = [
     "weight_gemm_intensity",
@@ -39,9 +45,13 @@ __all__ = [
     "kv_decode_ceiling",
     "QuantisationRow",
     "quantisation_table",
+    "expected_experts_touched",
+    "DecodeStepBytes",
+    "decode_step_bytes_of",
+    "ModelDecodeCeiling",
+    "model_decode_ceiling",
+    "decode_batch_to_reach_ridge",
 ]
-
-FLOP_PER_MAC = 2  # one multiply plus one add
 
 #: Which compute precision a weight width implies when the math runs at the storage width.
 _PRECISION_FOR_BYTES = {4: "fp32", 2: "bf16", 1: "fp8", 0.5: "fp4"}
@@ -67,10 +77,7 @@ def weight_gemm_intensity(tokens, d_in, d_out, bytes_per_elem=2) -> float:
     m = _positive_int(tokens, "tokens", "tokens")
     k = _positive_int(d_in, "d_in", "elements")
     n = _positive_int(d_out, "d_out", "elements")
-    b = _positive(bytes_per_elem, "bytes_per_elem", "bytes per element")
-    flops = FLOP_PER_MAC * m * k * n
-    elements = k * n + m * k + m * n  # weight read + activations in + activations out
-    return flops / (b * elements)
+    return gemm(m, n, k, bytes_per_elem).intensity  # (M x K) activations times a K x N weight
 
 
 def weight_gemm_intensity_limit(tokens, bytes_per_elem=2) -> float:
@@ -153,16 +160,24 @@ def _peak_for(spec, precision: str, bytes_per_param: float) -> float:
         ) from None
 
 
+def _capacity(spec) -> float:
+    if spec.hbm_capacity_bytes is None:
+        raise ValueError(
+            f"{spec.name} has no memory capacity on record; pass hbm_capacity_bytes to rl.accelerator(...)"
+        )
+    return spec.hbm_capacity_bytes
+
+
 def min_gpus_to_fit(weight_bytes, gpu, reserve_fraction=0.0) -> int:
     """Fewest cards whose memory holds ``weight_bytes`` (weights only, split evenly).
 
     ``reserve_fraction`` of each card is kept back for the KV cache, activations and the runtime.
-    A 70e9-parameter model in bf16 is 140e9 bytes: two 80 GB cards, before any KV cache.
+    A 70e9-parameter model in bf16 is 140e9 bytes: two "80 GB" (80 GiB) cards, before any KV cache.
     """
     w = _positive(weight_bytes, "weight_bytes", "bytes")
     r = _fraction(reserve_fraction, "reserve_fraction", allow_zero=True)
     spec = as_gpu(gpu)
-    usable_bytes = spec.hbm_capacity_bytes * (1.0 - r)
+    usable_bytes = _capacity(spec) * (1.0 - r)
     if usable_bytes <= 0:
         raise ValueError(f"reserve_fraction must leave some memory free, got {reserve_fraction!r}")
     cards = w / usable_bytes
@@ -183,7 +198,7 @@ class DecodeCeiling:
     precision: str  # the precision of the compute peak
     batch: int
     weight_bytes: float
-    capacity_bytes: float
+    capacity_bytes: float | None  # None for a chip described without one
     fits_in_memory: bool
     min_gpus_to_fit: int
     memory_seconds: float  # time to stream the weights once
@@ -200,7 +215,7 @@ class DecodeCeiling:
     def __str__(self) -> str:
         text = (
             f"{self.gpu}, {self.n_params / 1e9:.4g}B params at {self.bytes_per_param:g} B/param "
-            f"({self.weight_bytes / 1e9:.4g} GB), batch {self.batch}: "
+            f"({self.weight_bytes / 1e9:.4g} GB read per step), batch {self.batch}: "
             f"{self.tokens_per_s:.4g} tok/s ceiling, {self.ms_per_token:.4g} ms per step, "
             f"{self.bound}-bound, {self.share_of_peak:.2%} of the {self.precision} peak"
         )
@@ -210,7 +225,7 @@ class DecodeCeiling:
 
 
 def decode_roofline(n_params, gpu, bytes_per_param=2, precision=None, batch=1) -> DecodeCeiling:
-    """The decode ceiling: each step streams every weight once and serves ``batch`` tokens.
+    """The decode ceiling: each step streams the weights once and serves ``batch`` tokens.
 
     Steps, each checkable by hand:
 
@@ -219,7 +234,14 @@ def decode_roofline(n_params, gpu, bytes_per_param=2, precision=None, batch=1) -
     * compute_seconds = 2 * n_params * batch / dense peak    (the compute wall; 1 MAC = 2 FLOP)
     * seconds_per_step = the larger; tokens_per_s = batch / seconds_per_step
 
-    The KV cache and activations are not counted here (see :func:`kv_decode_ceiling`).
+    ``n_params`` may be a :class:`~roofline_lib.transformer.TransformerConfig`. Then
+    ``weight_bytes`` is what a step really reads (:func:`decode_step_bytes_of` without a KV
+    cache: one embedding row per sequence instead of the whole table, and for a mixture of
+    experts the experts the batch touches) and the FLOPs are the model's matmuls for the active
+    parameters; ``n_params`` reports the total, which is what must fit in memory.
+
+    The KV cache and activations are not counted here (see :func:`model_decode_ceiling` and
+    :func:`kv_decode_ceiling`).
 
     ``precision`` is the precision the math runs in, which sets the compute peak. By default it
     follows the weight width (2 -> bf16, 1 -> fp8, 0.5 -> fp4, 4 -> fp32), and a chip without
@@ -228,34 +250,52 @@ def decode_roofline(n_params, gpu, bytes_per_param=2, precision=None, batch=1) -
     bytes shrink, the peak stays the bf16 one.
 
     A model too big for the card is not refused: ``fits_in_memory`` is False, ``warning`` says the
-    ceiling cannot be reached on one card, and ``min_gpus_to_fit`` says how many it needs.
+    ceiling cannot be reached on one card, and ``min_gpus_to_fit`` says how many it needs. A chip
+    described without a capacity gives ``fits_in_memory=True`` and ``min_gpus_to_fit=1``, with a
+    warning that the fit was not checked.
     """
     spec = as_gpu(gpu)
-    n = _positive(n_params, "n_params", "parameters")
     b = _positive(bytes_per_param, "bytes_per_param", "bytes per parameter")
     batch = _positive_int(batch, "batch", "sequences")
+    if isinstance(n_params, TransformerConfig):
+        cfg = n_params
+        n = float(cfg.n_params())
+        weight_bytes = decode_step_bytes_of(cfg, batch, bytes_per_param=b).weights
+        flops_per_token = _decode_flops_per_token(cfg, None)
+    else:
+        n = _positive(n_params, "n_params", "parameters")
+        if n < 1000:
+            raise ValueError(
+                f"n_params must be a number of parameters, got {n_params!r}: no model has under "
+                "1,000 parameters (did you mean 70e9 for 70B?)"
+            )
+        weight_bytes = n * b
+        flops_per_token = FLOP_PER_MAC * n  # one multiply-accumulate per weight
     if precision is None:
         precision = precision_for_bytes(b)
     peak = _peak_for(spec, precision, b)
 
-    weight_bytes = n * b
-    flops_per_token = FLOP_PER_MAC * n
     memory_seconds = weight_bytes / spec.hbm_bytes_per_s
     compute_seconds = flops_per_token * batch / peak
     seconds_per_step = max(memory_seconds, compute_seconds)
     tokens_per_s = batch / seconds_per_step
     achieved = flops_per_token * tokens_per_s
 
+    stored_bytes = n * b  # every weight is stored, whether or not this step reads it
     capacity = spec.hbm_capacity_bytes
-    fits = weight_bytes <= capacity
-    gpus_needed = min_gpus_to_fit(weight_bytes, spec)
     warning = None
-    if not fits:
-        warning = (
-            f"the weights ({weight_bytes / 1e9:.4g} GB) do not fit in the {spec.name}'s "
-            f"{capacity / 1e9:.4g} GB, so this ceiling is unreachable on one card; "
-            f"the weights alone need at least {gpus_needed} cards"
-        )
+    if capacity is None:
+        fits, gpus_needed = True, 1
+        warning = f"{spec.name} has no memory capacity on record: whether the weights fit was not checked"
+    else:
+        fits = stored_bytes <= capacity
+        gpus_needed = min_gpus_to_fit(stored_bytes, spec)
+        if not fits:
+            warning = (
+                f"the weights ({stored_bytes / 2**30:.4g} GiB) do not fit in the {spec.name}'s "
+                f"{capacity / 2**30:.4g} GiB, so this ceiling is unreachable on one card; "
+                f"the weights alone need at least {gpus_needed} cards"
+            )
     return DecodeCeiling(
         gpu=spec.name,
         n_params=n,
@@ -314,7 +354,7 @@ def max_batch_for_context(gpu, weight_bytes, kv_bytes_per_token, context_len, re
     kv = _positive(kv_bytes_per_token, "kv_bytes_per_token", "bytes per token")
     tokens = _positive_int(context_len, "context_len", "tokens")
     r = _fraction(reserve_fraction, "reserve_fraction", allow_zero=True)
-    free_bytes = spec.hbm_capacity_bytes * (1.0 - r) - w
+    free_bytes = _capacity(spec) * (1.0 - r) - w
     if free_bytes <= 0:
         return 0
     return math.floor(free_bytes / (kv * tokens) * (1 + 1e-12))  # 1e-12: forgive float noise
@@ -382,12 +422,12 @@ def kv_decode_ceiling(gpu, weight_bytes, kv_bytes_per_token, context_len, batch=
     step_bytes = decode_step_bytes(weight_bytes, kv_bytes_per_token, context_len, batch)
     kv_bytes = step_bytes - float(weight_bytes)
     seconds_per_step = step_bytes / spec.hbm_bytes_per_s
-    fits = step_bytes <= spec.hbm_capacity_bytes  # the step reads everything it stores
+    fits = spec.hbm_capacity_bytes is None or step_bytes <= spec.hbm_capacity_bytes  # it reads all it stores
     warning = None
     if not fits:
         warning = (
             f"weights plus KV cache ({step_bytes / 1e9:.4g} GB) do not fit in the {spec.name}'s "
-            f"{spec.hbm_capacity_bytes / 1e9:.4g} GB, so this ceiling is unreachable on one card"
+            f"{spec.hbm_capacity_bytes / 2**30:.4g} GiB, so this ceiling is unreachable on one card"
         )
     return KVDecodeCeiling(
         gpu=spec.name,
@@ -472,3 +512,223 @@ def quantisation_table(n_params, gpu, bytes_per_param=(2, 1, 0.5)) -> tuple[Quan
             )
         )
     return tuple(rows)
+
+
+# --------------------------------------------------------------------------- a model's decode step
+
+
+def expected_experts_touched(n_experts, experts_per_token, tokens) -> float:
+    """Expected number of distinct experts (per layer) that ``tokens`` tokens are routed to.
+
+    Assumption: uniform, independent routing; each token picks ``experts_per_token`` distinct
+    experts out of ``n_experts``, every expert equally likely. One token leaves a given expert
+    out with probability ``1 - k/E``, so ``tokens`` tokens touch ``E * (1 - (1 - k/E)**tokens)``
+    experts on average: ``k`` for one token, all ``E`` for a large batch. A real router is
+    skewed, which touches fewer distinct experts for the same batch; uniform routing is the
+    most experts (and bytes) a batch can expect.
+    """
+    e = _positive_int(n_experts, "n_experts", "experts")
+    k = _positive_int(experts_per_token, "experts_per_token", "experts per token")
+    t = _positive_int(tokens, "tokens", "tokens")
+    if k > e:
+        raise ValueError(f"experts_per_token must be at most n_experts ({e}), got {experts_per_token!r}")
+    return e * (1.0 - (1.0 - k / e) ** t)
+
+
+@dataclass(frozen=True)
+class DecodeStepBytes:
+    """HBM bytes one decode step of a model reads, by part. SI units (bytes).
+
+    ``weights`` is everything but the KV cache: ``attention + ffn + norms + embedding_gather +
+    unembedding``; ``total`` adds ``kv_cache``.
+    """
+
+    batch: int
+    context_len: int | None
+    attention: float  # Q, K, V, O weights (and biases) of every layer
+    ffn: float  # dense FFN, or the experts the batch touches + shared experts + router
+    experts_touched: float  # expected distinct routed experts per layer (n_experts for a dense FFN: 1)
+    norms: float
+    embedding_gather: float  # one embedding row (and position row) per sequence
+    unembedding: float  # the whole vocab x d_model matrix, for the logits
+    kv_cache: float  # every sequence's K and V for its context
+    weights: float
+    total: float
+
+
+def decode_step_bytes_of(cfg, batch=1, context_len=None, bytes_per_param=2, kv_bytes_per_elem=None) -> DecodeStepBytes:
+    """What one decode step of ``cfg`` reads from HBM, serving ``batch`` sequences.
+
+    * weights actually read: every attention matrix; the dense FFN, or for a mixture of
+      experts the :func:`expected_experts_touched` by ``batch`` tokens (uniform routing) plus
+      the shared experts and the router; the norms; the unembedding in full (every logit needs
+      every row);
+    * the embedding *gather*: one row of ``d_model`` per sequence (and one row of the learned
+      position table, where there is one), not the whole table;
+    * the KV cache: ``batch * keys * 2 * n_layers * n_kv_heads * head_dim * kv_bytes_per_elem``,
+      with ``keys = min(context_len, sliding_window)``; none when ``context_len`` is None.
+
+    ``bytes_per_param`` is the weight width; ``kv_bytes_per_elem`` the cache's (default: the same).
+    Activations and the new token's K and V written back are small and not counted.
+    """
+    if not isinstance(cfg, TransformerConfig):
+        raise TypeError(f"cfg must be a TransformerConfig (rl.model_config('llama-3-8b')), got {type(cfg).__name__}")
+    batch = _positive_int(batch, "batch", "sequences")
+    b = _positive(bytes_per_param, "bytes_per_param", "bytes per parameter")
+    kv_b = b if kv_bytes_per_elem is None else _positive(kv_bytes_per_elem, "kv_bytes_per_elem", "bytes per element")
+    attention = ffn = 0.0
+    touched = 1.0
+    if cfg.is_moe:
+        touched = expected_experts_touched(cfg.n_experts, cfg.experts_per_token, batch)
+    for m in cfg.weight_matrices():
+        if m.term == "qkvo":
+            attention += m.params * b
+        elif m.copies > 1 and m.name.startswith("expert_"):
+            ffn += touched * m.params_each * b  # only the experts this batch is routed to
+        else:
+            ffn += m.params * b
+    L, d = cfg.n_layers, cfg.d_model
+    parts = cfg.params_breakdown()
+    attention *= L
+    ffn *= L
+    norms = parts["norms"] * b
+    rows = batch * (2 if cfg.learned_positions else 1)  # a token row, and a position row
+    gather = rows * d * b
+    unembedding = cfg.vocab * d * b
+    kv = 0.0
+    if context_len is not None:
+        keys = _positive_int(context_len, "context_len", "tokens")
+        if cfg.sliding_window is not None:
+            keys = min(keys, cfg.sliding_window)  # a rolling buffer holds only the window
+        kv = batch * keys * kv_cache_bytes_per_token(L, cfg.n_kv_heads, cfg.head_dim, kv_b)
+    weights = attention + ffn + norms + gather + unembedding
+    return DecodeStepBytes(
+        batch=batch, context_len=None if context_len is None else int(context_len),
+        attention=attention, ffn=ffn, experts_touched=touched, norms=norms, embedding_gather=gather,
+        unembedding=unembedding, kv_cache=kv, weights=weights, total=weights + kv,
+    )
+
+
+def _decode_flops_per_token(cfg, context_len) -> float:
+    """Matmul FLOPs of one decode token: the active weights, plus the scores over the context.
+
+    The new query attends to every cached key (no mask to skip), so the scores are the
+    full-square count at ``seq_len = context_len``; without a context there are none.
+    """
+    if context_len is None:
+        f = cfg.flops_per_token(causal=False, seq_len=1)
+        return f.fwd_per_token - f.scores_total
+    return cfg.flops_per_token(causal=False, seq_len=context_len).fwd_per_token
+
+
+@dataclass(frozen=True)
+class ModelDecodeCeiling:
+    """The roofline ceiling of one decode step of a model, weights and KV cache read. SI units."""
+
+    gpu: str
+    model: str
+    batch: int
+    context_len: int | None
+    bytes: DecodeStepBytes
+    flops_per_step: float
+    intensity: float  # FLOP per byte of the whole step
+    ridge: float  # FLOP per byte, in ``precision``
+    memory_seconds: float
+    compute_seconds: float
+    seconds_per_step: float
+    ms_per_token: float
+    tokens_per_s: float  # all sequences together
+    bound: str  # "memory" or "compute"
+    fits_in_memory: bool  # all weights stored + the batch's KV cache, against the capacity
+    warning: str | None
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.model} on {self.gpu}, batch {self.batch}"
+            f"{'' if self.context_len is None else f' x {self.context_len} tokens'}: "
+            f"{self.bytes.total / 1e9:.4g} GB per step ({self.bytes.kv_cache / self.bytes.total:.0%} KV cache), "
+            f"{self.intensity:.3g} FLOP/byte against a ridge of {self.ridge:.3g}, "
+            f"{self.tokens_per_s:.4g} tok/s ceiling, {self.bound}-bound"
+        )
+        return f"WARNING: {self.warning}\n{text}" if self.warning else text
+
+
+def model_decode_ceiling(cfg, gpu, batch=1, context_len=None, bytes_per_param=2, kv_bytes_per_elem=None,
+                         precision=None) -> ModelDecodeCeiling:
+    """Decode ceiling of a model: bytes from :func:`decode_step_bytes_of`, FLOPs from its matmuls.
+
+    * bytes_per_step  = weights read + KV cache (:class:`DecodeStepBytes`)
+    * flops_per_step  = batch * (active matmul FLOPs + scores over ``context_len`` keys)
+    * memory_seconds  = bytes / HBM bytes/s;  compute_seconds = FLOPs / dense peak
+    * seconds_per_step = the larger;  tokens_per_s = batch / seconds_per_step
+    """
+    spec = as_gpu(gpu)
+    step = decode_step_bytes_of(cfg, batch, context_len, bytes_per_param, kv_bytes_per_elem)
+    if precision is None:
+        precision = precision_for_bytes(float(bytes_per_param))
+    peak = _peak_for(spec, precision, float(bytes_per_param))
+    flops = step.batch * _decode_flops_per_token(cfg, context_len)
+    memory_seconds = step.total / spec.hbm_bytes_per_s
+    compute_seconds = flops / peak
+    seconds = max(memory_seconds, compute_seconds)
+    stored = cfg.n_params() * float(bytes_per_param) + step.kv_cache
+    warning = None
+    if spec.hbm_capacity_bytes is None:
+        fits = True
+        warning = f"{spec.name} has no memory capacity on record: whether the model fits was not checked"
+    else:
+        fits = stored <= spec.hbm_capacity_bytes
+        if not fits:
+            warning = (
+                f"weights plus KV cache ({stored / 2**30:.4g} GiB) do not fit in the {spec.name}'s "
+                f"{spec.hbm_capacity_bytes / 2**30:.4g} GiB, so this ceiling is unreachable on one card"
+            )
+    return ModelDecodeCeiling(
+        gpu=spec.name, model=cfg.name or "model", batch=step.batch, context_len=step.context_len,
+        bytes=step, flops_per_step=flops, intensity=flops / step.total,
+        ridge=ridge_point(spec, precision), memory_seconds=memory_seconds,
+        compute_seconds=compute_seconds, seconds_per_step=seconds, ms_per_token=seconds * 1e3,
+        tokens_per_s=step.batch / seconds, bound="memory" if memory_seconds >= compute_seconds else "compute",
+        fits_in_memory=fits, warning=warning,
+    )
+
+
+def decode_batch_to_reach_ridge(cfg, gpu, context_len=None, bytes_per_param=2, kv_bytes_per_elem=None,
+                                precision=None) -> int:
+    """Smallest batch whose decode step reaches the ridge (compute time >= memory time).
+
+    The intensity ``batch * F / (W(batch) + batch * K)`` grows with the batch: ``F`` FLOPs per
+    token, ``W`` the weights read (which grow with the batch only through the experts it
+    touches), ``K`` the per-sequence bytes (embedding row, KV cache). It tends to ``F / K``, so
+    with a long context the ridge may be out of reach at any batch: then ValueError says so,
+    with that limit. Memory capacity is not considered (see :func:`max_batch_for_context`).
+    """
+    spec = as_gpu(gpu)
+    if precision is None:
+        precision = precision_for_bytes(_positive(bytes_per_param, "bytes_per_param", "bytes per parameter"))
+    ridge = ridge_point(spec, precision)
+
+    def intensity(batch):
+        return model_decode_ceiling(cfg, spec, batch, context_len, bytes_per_param, kv_bytes_per_elem,
+                                    precision).intensity
+
+    one = decode_step_bytes_of(cfg, 1, context_len, bytes_per_param, kv_bytes_per_elem)
+    per_sequence = one.kv_cache + one.embedding_gather
+    limit = _decode_flops_per_token(cfg, context_len) / per_sequence
+    if limit <= ridge:
+        raise ValueError(
+            f"{cfg.name or 'this model'} never reaches the {spec.name} {precision} ridge of {ridge:.4g} "
+            f"FLOP/byte at a context of {context_len} tokens: each sequence brings its own "
+            f"{per_sequence / 1e6:.4g} MB (mostly KV cache) for {_decode_flops_per_token(cfg, context_len) / 1e9:.4g} "
+            f"GFLOP, so however large the batch the intensity stays below {limit:.4g} FLOP/byte"
+        )
+    low, high = 0, 1
+    while intensity(high) < ridge:  # doubling, then bisection: intensity rises with the batch
+        low, high = high, 2 * high
+    while high - low > 1:
+        mid = (low + high) // 2
+        if intensity(mid) >= ridge:
+            high = mid
+        else:
+            low = mid
+    return high

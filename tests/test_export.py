@@ -27,7 +27,7 @@ def test_a100_record_in_si_units():
     a100 = export.registry_as_dict()["gpus"]["a100-80gb-sxm"]
     assert a100["name"] == "A100 80GB SXM"
     assert a100["hbm_bytes_per_s"] == 2039e9  # 2,039 GB/s
-    assert a100["hbm_capacity_bytes"] == 80e9
+    assert a100["hbm_capacity_bytes"] == 80 * 2**30  # "80 GB" is 80 GiB
     assert a100["dense_flops_per_s"]["bf16"] == 312e12
     assert a100["sparse_flops_per_s"]["bf16"] == 624e12  # 2:4 sparsity doubles it; kept apart
     assert a100["ridge_flops_per_byte"]["bf16"] == pytest.approx(153.0, rel=1e-3)  # 312e12 / 2039e9

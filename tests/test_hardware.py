@@ -10,7 +10,7 @@ def test_a100_defaults_to_the_80gb_sxm_part():
     spec = rl.gpu("A100")
     assert spec.name == "A100 80GB SXM"
     assert spec.hbm_bytes_per_s == 2039e9  # datasheet: 2,039 GB/s
-    assert spec.hbm_capacity_bytes == 80e9  # 80 GB, decimal as printed
+    assert spec.hbm_capacity_bytes == 80 * 2**30  # "80 GB" is 80 GiB: 85,899,345,920 bytes
     assert spec.peak_flops_per_s("bf16") == 312e12  # dense; 624 is the sparse figure
 
 
@@ -81,15 +81,18 @@ def test_specs_are_frozen_and_tables_read_only():
 
 def test_every_entry_cites_a_datasheet_and_is_in_si_units():
     for spec in rl.registry().values():
-        assert "datasheet" in spec.source.lower()
+        source = spec.source.lower()
+        assert "datasheet" in source or "data sheet" in source or "documentation" in source
         assert 1e11 < spec.hbm_bytes_per_s < 1e14  # between 0.1 and 100 TB/s
         assert 1e10 < spec.hbm_capacity_bytes < 1e12  # between 10 GB and 1 TB
-        assert spec.sm_count > 0 and spec.l2_bytes > 1e6
+        assert spec.hbm_capacity_bytes % 2**30 == 0  # a whole number of GiB: the capacity convention
+        assert spec.sm_count is None or spec.sm_count > 0
+        assert spec.l2_bytes is None or spec.l2_bytes > 1e6
         for p in spec.precisions:
             assert 1e12 < spec.peak_flops_per_s(p) < 1e17
-        # sparse figures, where printed, are exactly twice the dense ones
+        # sparse figures, where printed, are twice the dense ones (to the datasheet's rounding)
         for p, v in spec.sparse_flops_per_s.items():
-            assert v == pytest.approx(2 * spec.dense_flops_per_s[p])
+            assert v == pytest.approx(2 * spec.dense_flops_per_s[p], rel=1e-4)
 
 
 def test_bytes_per_element():
@@ -105,3 +108,64 @@ def test_as_gpu_accepts_spec_or_name_and_refuses_the_rest():
     assert rl.as_gpu("l4") is spec
     with pytest.raises(TypeError, match="gpu must be a GPUSpec or a GPU name"):
         rl.as_gpu(3.14)
+
+
+def test_the_new_entries_from_their_datasheets():
+    mi = rl.gpu("MI300X")
+    # AMD data sheet: 5.3 TB/s, 192 GB HBM3, 1307.4 dense bf16 TFLOP/s (2614.9 with sparsity)
+    assert (mi.hbm_bytes_per_s, mi.hbm_capacity_bytes) == (5.3e12, 192 * 2**30)
+    assert mi.peak_flops_per_s("bf16") == pytest.approx(1307.4e12)
+    assert mi.peak_flops_per_s("fp8", sparse=True) == pytest.approx(5229.8e12)
+    # Google Cloud: TPU v4 275 TFLOP/s bf16, 1200 GB/s, 32 GiB; v5e 197 TFLOP/s, 819 GB/s, 16 GiB
+    v4, v5e = rl.gpu("tpu v4"), rl.gpu("TPU-v5e")
+    assert (v4.peak_flops_per_s("bf16"), v4.hbm_bytes_per_s, v4.hbm_capacity_bytes) == (275e12, 1200e9, 32 * 2**30)
+    assert (v5e.peak_flops_per_s("bf16"), v5e.hbm_bytes_per_s, v5e.hbm_capacity_bytes) == (197e12, 819e9, 16 * 2**30)
+    assert v5e.peak_flops_per_s("int8") == 394e12
+    with pytest.raises(ValueError, match="has no a sparse figure for bf16|has no"):
+        v4.peak_flops_per_s("bf16", sparse=True)  # Google prints no sparse rates
+
+
+def test_sparse_takes_a_bool_only():
+    with pytest.raises(TypeError, match="sparse must be True or False, got str 'no'"):
+        rl.gpu("A100").peak_flops_per_s("bf16", sparse="no")
+    with pytest.raises(TypeError, match="sparse must be True or False"):
+        rl.gpu("A100").peak_flops_per_s("bf16", sparse=1)
+
+
+def test_accelerator_describes_a_chip_the_registry_lacks():
+    chip = rl.accelerator("My NPU", {"bf16": 400e12}, 2.0e12, 64 * rl.GIB)
+    assert chip.peak_flops_per_s("bf16") / chip.hbm_bytes_per_s == 200  # 400e12 / 2e12
+    assert chip.hbm_capacity_bytes == 64 * 2**30 and chip.sm_count is None and chip.l2_bytes is None
+    assert rl.as_gpu(chip) is chip
+    assert rl.ridge_point(chip) == 200
+    no_capacity = rl.accelerator("Paper chip", {"fp8": 1e15}, 4e12)
+    assert no_capacity.hbm_capacity_bytes is None
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(hbm_bytes_per_s=2.0), "hbm_bytes_per_s must be in bytes per second, got 2.0, below 1e9: did you mean TB/s"),
+    (dict(hbm_bytes_per_s=0), "hbm_bytes_per_s must be a positive finite number of bytes per second, got 0"),
+    (dict(hbm_bytes_per_s=float("nan")), "hbm_bytes_per_s must be a positive finite number"),
+    (dict(peak_flops_per_s={"bf16": 400}), r"did you mean TFLOP/s"),
+    (dict(peak_flops_per_s={"bf17": 400e12}), "precision must be one of"),
+    (dict(peak_flops_per_s={}), "must map precision names to FLOP/s"),
+    (dict(peak_flops_per_s=400e12), "must map precision names to FLOP/s"),
+    (dict(hbm_capacity_bytes=80), "hbm_capacity_bytes must be in bytes, got 80, below 1e9: did you mean GB"),
+    (dict(sparse_flops_per_s={"bf16": 100e12}), "below the dense"),
+])
+def test_accelerator_refuses_bad_numbers_with_their_unit(kwargs, message):
+    args = dict(name="X", peak_flops_per_s={"bf16": 400e12}, hbm_bytes_per_s=2e12)
+    args.update(kwargs)
+    with pytest.raises((ValueError, TypeError), match=message):
+        rl.accelerator(**args)
+
+
+def test_gpuspec_itself_is_validated():
+    with pytest.raises(ValueError, match="hbm_bytes_per_s must be a positive finite number"):
+        dataclasses.replace(rl.gpu("A100"), hbm_bytes_per_s=0)  # a ZeroDivisionError before
+    with pytest.raises(ValueError, match="sm_count must be a positive whole number"):
+        dataclasses.replace(rl.gpu("A100"), sm_count=True)
+    with pytest.raises(TypeError, match="name must be a non-empty string"):
+        dataclasses.replace(rl.gpu("A100"), name="")
+    with pytest.raises(ValueError, match="source must say where"):
+        dataclasses.replace(rl.gpu("A100"), source=" ")

@@ -111,13 +111,13 @@ def test_decode_13b_bf16_on_a100():
     assert r.bound == "memory"
     assert r.precision == "bf16"
     assert r.fits_in_memory and r.warning is None
-    assert r.capacity_bytes == 80e9
+    assert r.capacity_bytes == 80 * 2**30  # "80 GB" is 80 GiB
     assert r.min_gpus_to_fit == 1
 
 
 def test_decode_70b_bf16_does_not_fit_on_an_80gb_a100():
     r = inf.decode_roofline(70e9, "A100")
-    assert r.weight_bytes == pytest.approx(140e9)  # 70e9 * 2 > 80e9
+    assert r.weight_bytes == pytest.approx(140e9)  # 70e9 * 2 > 80 * 2**30 = 85.9e9
     assert not r.fits_in_memory
     assert r.min_gpus_to_fit == 2  # ceil(140 / 80)
     assert r.tokens_per_s == pytest.approx(2039 / 140)  # 14.56, still computed
@@ -207,18 +207,21 @@ def test_kv_cache_bytes():
 
 
 def test_max_batch_for_context():
-    # 6.7e9 params in bf16 = 13.4e9 bytes; free = 80e9 - 13.4e9 = 66.6e9
-    # one 4096-token sequence = 2**31 = 2.147e9 bytes -> floor(66.6e9 / 2.147e9) = floor(31.01) = 31
-    assert inf.max_batch_for_context("A100", 13.4e9, 524288, 4096) == 31
-    # keep 10 % back: (72e9 - 13.4e9) / 2.147e9 = 27.29 -> 27
-    assert inf.max_batch_for_context("A100", 13.4e9, 524288, 4096, reserve_fraction=0.1) == 27
-    # 79.99e9 bytes of weights leave 10e6 bytes; 1000 tokens * 4000 bytes = 4e6 per sequence -> 2
-    assert inf.max_batch_for_context("A100", 79.99e9, 4000, 1000) == 2
+    # 6.7e9 params in bf16 = 13.4e9 bytes; free = 80 * 2**30 - 13.4e9 = 72.4993e9
+    # one 4096-token sequence = 2**31 = 2.147e9 bytes -> floor(72.4993e9 / 2.147e9) = floor(33.76) = 33
+    assert inf.max_batch_for_context("A100", 13.4e9, 524288, 4096) == 33
+    # keep 10 % back: (77.3094e9 - 13.4e9) / 2.147e9 = 29.76 -> 29
+    assert inf.max_batch_for_context("A100", 13.4e9, 524288, 4096, reserve_fraction=0.1) == 29
+    # 85.8894e9 bytes of weights leave 10.35e6 bytes; 1000 tokens * 4000 bytes = 4e6 per sequence -> 2
+    assert inf.max_batch_for_context("A100", 80 * 2**30 - 10.35e6, 4000, 1000) == 2
 
 
 def test_max_batch_is_zero_when_nothing_fits():
     assert inf.max_batch_for_context("A100", 140e9, 524288, 4096) == 0  # weights alone overflow
-    assert inf.max_batch_for_context("A100", 79e9, 524288, 4096) == 0  # 1e9 free < 2.147e9
+    # 85e9 of weights leave 0.9e9 free < 2.147e9 for one sequence
+    assert inf.max_batch_for_context("A100", 85e9, 524288, 4096) == 0
+    with pytest.raises(ValueError, match="no memory capacity on record"):
+        inf.max_batch_for_context(rl.accelerator("X", {"bf16": 1e15}, 3e12), 1e9, 1000, 10)
 
 
 def test_decode_step_bytes_and_crossover():
@@ -243,8 +246,8 @@ def test_kv_becomes_the_next_bandwidth_wall():
 
 
 def test_kv_decode_ceiling_flags_a_cache_that_overflows():
-    # batch 32: 13.4e9 + 32 * 2.147e9 = 82.1e9 > 80e9
-    r = inf.kv_decode_ceiling("A100", 13.4e9, 524288, 4096, batch=32)
+    # batch 36: 13.4e9 + 36 * 2.147e9 = 90.7e9 > 80 * 2**30 = 85.9e9
+    r = inf.kv_decode_ceiling("A100", 13.4e9, 524288, 4096, batch=36)
     assert not r.fits_in_memory
     assert "unreachable on one card" in r.warning
     assert str(r).startswith("WARNING:")
@@ -295,3 +298,83 @@ def test_quantisation_rejects_unknown_width():
 def test_package_exports_the_inference_names():
     for name in inf.__all__:
         assert getattr(rl, name) is getattr(inf, name)
+
+
+# --------------------------------------------------------------------------- a model's decode step
+
+# d = 4, two query heads of 2, one KV head, plain FFN 4 -> 8 -> 4, one layer, V = 10
+TOY = rl.TransformerConfig(d_model=4, d_ff=8, n_layers=1, n_heads=2, n_kv_heads=1, vocab=10,
+                           seq_len=16, gated=False)
+
+
+def test_expected_experts_touched_under_uniform_routing():
+    assert inf.expected_experts_touched(8, 2, 1) == pytest.approx(2)  # 8 * (1 - 6/8)
+    assert inf.expected_experts_touched(8, 2, 2) == pytest.approx(3.5)  # 8 * (1 - (6/8)**2)
+    assert inf.expected_experts_touched(8, 2, 64) == pytest.approx(8, abs=1e-6)  # every expert
+    with pytest.raises(ValueError, match="experts_per_token must be at most n_experts"):
+        inf.expected_experts_touched(2, 3, 1)
+
+
+def test_decode_step_bytes_of_a_toy_by_hand():
+    step = inf.decode_step_bytes_of(TOY, batch=3, context_len=5)  # bf16 weights and cache
+    assert step.attention == 2 * (16 + 8 + 8 + 16)  # Q 4x4, K 4x2, V 4x2, O 4x4: 96 bytes
+    assert step.ffn == 2 * (32 + 32)  # up 4x8, down 8x4: 128
+    assert step.norms == 2 * 3 * 4  # 2 per block + 1 final, 4 wide: 24
+    assert step.embedding_gather == 2 * 3 * 4  # one 4-wide row per sequence: 24, not the 80-byte table
+    assert step.unembedding == 2 * 10 * 4  # 80
+    assert step.kv_cache == 3 * 5 * 2 * 1 * 1 * 2 * 2  # batch * context * (K, V) * L * G * h * 2 B = 120
+    assert step.weights == 352 and step.total == 472
+
+
+def test_decode_reads_one_embedding_row_not_the_table():
+    cfg = rl.LLAMA2_7B
+    r = inf.decode_roofline(cfg, "A100")
+    # all weights minus the 32000 x 4096 input table plus one 4096-wide row, 2 bytes each
+    assert r.weight_bytes == 2 * (6_738_415_616 - 32000 * 4096 + 4096)
+    assert r.n_params == 6_738_415_616
+    plain = inf.decode_roofline(cfg.n_params(), "A100")
+    assert r.tokens_per_s / plain.tokens_per_s - 1 == pytest.approx(0.0198, abs=1e-4)  # 1.9 % faster
+    l3 = rl.model_config("llama-3-8b")  # a 128256-row table: 6.5 % of its weights skipped
+    assert 1 - inf.decode_roofline(l3, "H100").weight_bytes / (2 * l3.n_params()) == pytest.approx(0.0654, abs=1e-4)
+
+
+def test_moe_decode_reads_the_experts_a_batch_touches():
+    cfg = rl.model_config("mixtral-8x7b")
+    expert = 2 * 3 * 4096 * 14336  # bytes of one expert, bf16
+    one = inf.decode_step_bytes_of(cfg, batch=1)
+    many = inf.decode_step_bytes_of(cfg, batch=256)
+    assert one.experts_touched == pytest.approx(2)
+    assert many.ffn - one.ffn == pytest.approx(32 * (8 - 2) * expert, rel=1e-9)  # all 8 vs 2 per layer
+    assert one.weights < 0.3 * 2 * cfg.n_params()  # batch 1 reads about 13B of the 46.7B
+
+
+def test_model_decode_ceiling_adds_the_kv_cache_under_gqa():
+    l2, l3 = rl.LLAMA2_7B, rl.model_config("llama-3-8b")
+    # KV per token: 2 * 32 layers * 32 heads * 128 * 2 B = 524,288 (Llama-2-7B) vs 8 KV heads: 131,072
+    a = inf.model_decode_ceiling(l2, "H100", batch=8, context_len=4096)
+    b = inf.model_decode_ceiling(l3, "H100", batch=8, context_len=4096)
+    assert a.bytes.kv_cache == 8 * 4096 * 524_288
+    assert b.bytes.kv_cache == 8 * 4096 * 131_072
+    assert a.bound == b.bound == "memory"
+    assert a.seconds_per_step == pytest.approx(a.bytes.total / 3.35e12)
+
+
+def test_batch_to_reach_the_ridge():
+    cfg = rl.LLAMA2_7B
+    batch = inf.decode_batch_to_reach_ridge(cfg, "A100")  # weights only
+    ridge = rl.ridge_point("A100")  # 153.0 FLOP/byte
+    assert inf.model_decode_ceiling(cfg, "A100", batch).intensity >= ridge
+    assert inf.model_decode_ceiling(cfg, "A100", batch - 1).intensity < ridge
+    assert 150 < batch < 160  # about ridge * 2 bytes / 2 FLOP = 153 tokens
+    # at a 4096-token context each sequence's KV cache (2.1 GB) caps the intensity near 16 FLOP/byte
+    with pytest.raises(ValueError, match="never reaches the A100 80GB SXM bf16 ridge"):
+        inf.decode_batch_to_reach_ridge(cfg, "A100", context_len=4096)
+
+
+def test_a_described_chip_works_and_says_the_fit_was_not_checked():
+    chip = rl.accelerator("Paper chip", {"bf16": 500e12}, 2e12)
+    r = inf.decode_roofline(7e9, chip)
+    assert r.tokens_per_s == pytest.approx(2e12 / 14e9)  # bandwidth / weight bytes
+    assert "not checked" in r.warning and r.fits_in_memory
+    with pytest.raises(ValueError, match="no model has under 1,000 parameters"):
+        inf.decode_roofline(70, "A100")
