@@ -41,7 +41,9 @@ on the way in). Only :func:`profile_run` imports torch, when it is called.
 """
 from __future__ import annotations
 
+import contextlib
 import numbers
+import os
 import re
 import statistics
 from dataclasses import dataclass, replace
@@ -63,6 +65,7 @@ __all__ = [
     "op_stats",
     "ProfiledRun",
     "profile_run",
+    "quiet_profiler_log",
     "diagnose",
     "measured_mfu",
 ]
@@ -377,6 +380,37 @@ class ProfiledRun:
     calls: int = 1
 
 
+_PROFILER_NOISE = re.compile(r"^USDT:.*\] profiler_(start|stop)\s*$")
+
+
+@contextlib.contextmanager
+def quiet_profiler_log():
+    """Keep torch.profiler's ``USDT: ... profiler_start`` / ``profiler_stop`` lines out of the output.
+
+    Kineto writes them straight to the process's stderr (file descriptor 2) whenever a profile
+    starts or stops, so a notebook shows them as a red stderr block although nothing is wrong.
+    Inside this block file descriptor 2 goes to a temporary file; afterwards every other line
+    written there is passed on to ``sys.stderr``, so a real error still shows.
+    """
+    import sys
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            kept = [line for line in sink.read().decode(errors="replace").splitlines(keepends=True)
+                    if not _PROFILER_NOISE.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+
+
 def profile_run(fn: Callable, *args, warmup: int = 1, calls: int = 1, with_flops: bool = True,
                 record_shapes: bool = False, **kwargs) -> ProfiledRun:
     """Run ``fn(*args, **kwargs)`` ``calls`` times under ``torch.profiler`` and time it.
@@ -403,7 +437,8 @@ def profile_run(fn: Callable, *args, warmup: int = 1, calls: int = 1, with_flops
         fn(*args, **kwargs)
     sync()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with profile(activities=activities, with_flops=with_flops, record_shapes=record_shapes) as prof:
+    with quiet_profiler_log(), profile(activities=activities, with_flops=with_flops,
+                                       record_shapes=record_shapes) as prof:
         start = time.perf_counter()
         for _ in range(n_calls):
             fn(*args, **kwargs)

@@ -18,9 +18,11 @@ rendered (so redraw time is honest) but not displayed.
 """
 from __future__ import annotations
 
+import base64
 import functools
 import html
 import io
+import re
 import time
 from typing import Callable
 
@@ -55,6 +57,7 @@ class Explorer(w.VBox):
         self.output = w.Output()
         self.result = None
         self.last_png: bytes = b""
+        self._title = title
         self._recompute = recompute
         self._hooks = dict(hooks or {})  # name -> run before the redraw when that control changes
         self._quiet = False  # set while a hook rewrites another control, so the redraw happens once
@@ -71,6 +74,30 @@ class Explorer(w.VBox):
     def widget(self) -> "Explorer":
         """The container itself (kept so ``ex.widget`` reads naturally in a notebook)."""
         return self
+
+    @property
+    def alt_text(self) -> str:
+        """The figure and readout in words: the title and the readout's sentence, as plain text."""
+        sentence = html.unescape(re.sub(r"<[^>]+>", "", self.readout.value))
+        return f"{self._title}: {self.figure.axes[0].get_title()}. {sentence}".strip()
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The live widget for JupyterLab, plus a still picture of it for a page with no kernel.
+
+        JupyterLab draws the widget view. A static page (myst-nb is told to skip widget views)
+        shows the ``text/html``: the figure as it was when the page was built, with alt text and
+        one line saying where the controls are live.
+        """
+        data = super()._repr_mimebundle_(**kwargs)
+        if data is not None and self.last_png:
+            png = base64.b64encode(self.last_png).decode("ascii")
+            data["text/html"] = (
+                '<figure class="roofline-snapshot">'
+                f'<img src="data:image/png;base64,{png}" alt="{html.escape(self.alt_text)}">'
+                "<figcaption>A snapshot taken when this page was built. Its controls are live in the "
+                "notebook (<code>make lab</code>); on this page, the kernel-free explorer is.</figcaption>"
+                "</figure>")
+        return data
 
     def _on_change(self, name: str, change) -> None:
         if self._quiet:
