@@ -65,9 +65,11 @@ def test_roles_calls_and_import_are_rewritten_and_nothing_else():
     assert 'prose("name",\n     rl.gpu("A100").name)\n' in out  # a call over two lines keeps its shape
     assert ('The {eval}`prose["name"]` ridge is {eval}`prose["ridge:.0f"]` (or '
             '{eval}`prose["ridge:.1f"]`), {eval}`prose["ridge:,.0f"]`.') in out
-    # every other line is untouched: 3 glue lines + 1 import line + 1 prose line changed
+    # a hidden cell that sets values runs in order: remove-cell would delay it past the roles
+    assert ":tags: [remove-input, remove-output]\n" in out and "remove-cell" not in out
+    # every other line is untouched: 4 glue lines, the import and the tags changed (+ `prose = Prose()`)
     changed = set(out.splitlines()) ^ set(SIMPLE.splitlines())
-    assert len(changed) == 5 + 5 + 1, changed  # 5 old lines out, 5 new lines in, + `prose = Prose()`
+    assert len(changed) == 6 + 6 + 1, changed
     # the result is still a notebook jupytext reads, with the same code cells in number
     assert len([c for c in jupytext.reads(out, fmt="md:myst").cells if c.cell_type == "code"]) == 2
 
@@ -159,6 +161,21 @@ def test_what_cannot_be_converted_safely_is_refused(old, new, message):
     assert text != SIMPLE
     with pytest.raises(g2e.ConversionError, match=re.escape(message)):
         g2e.convert_text(text)
+
+
+def test_a_value_quoted_before_the_cell_that_sets_it_is_refused():
+    text = SIMPLE.replace("# A chapter\n", "# A chapter\n\nEarly mention of {glue:text}`ridge:.0f`.\n")
+    with pytest.raises(g2e.ConversionError, match=r"'ridge' is quoted before the cell that sets it"):
+        g2e.convert_text(text)
+    with pytest.raises(g2e.ConversionError, match=r"no cell sets 'nope'"):
+        g2e.convert_text(SIMPLE + "\nAnd {glue:text}`nope`.\n")
+
+
+def test_keys_computed_in_a_loop_are_trusted_after_the_loop():
+    text = SIMPLE.replace('glue("ridge", ridge, display=False)',
+                          'for k in ("a", "b"):\n    glue(f"tok_{k}", 1.0, display=False)\nglue("ridge", ridge, display=False)')
+    out = g2e.convert_text(text + "\nTokens {glue:text}`tok_a:.0f`.\n")
+    assert 'prose(f"tok_{k}", 1.0)' in out and '{eval}`prose["tok_a:.0f"]`' in out
 
 
 def test_a_figure_away_from_its_cell_is_refused():

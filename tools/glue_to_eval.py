@@ -271,6 +271,16 @@ def take_figure(lines: list[str], where: str) -> tuple[FigureDirective, list[str
     return FigureDirective(key, options.get("alt"), options.get("name"), caption), lines[end + 1:]
 
 
+def _keep_in_order(header: list[str]) -> list[str]:
+    """``remove-cell`` -> ``remove-input, remove-output``: hidden all the same, but executed in order.
+
+    myst-nb's inline execution skips a ``remove-cell`` cell until a later visible cell needs
+    running, so an ``{eval}`` between the two would read a value that is not set yet.
+    """
+    return [re.sub(r"\bremove-cell\b", "remove-input, remove-output", line)
+            if re.match(r"^(:tags:|tags:)", line) else line for line in header]
+
+
 def _figure_header(header: list[str], fig: FigureDirective, where: str) -> list[str]:
     """The cell's option lines with the figure's caption, name and alt text added."""
     if header and header[0].rstrip("\n") == "---":
@@ -284,7 +294,8 @@ def _figure_header(header: list[str], fig: FigureDirective, where: str) -> list[
         raise ConversionError(f"{where}: the cell of figure {fig.key!r} already has mystnb metadata")
     tags = meta.get("tags")
     if tags:
-        meta["tags"] = ["remove-input" if t == "remove-cell" else t for t in tags]
+        tags = ["remove-input" if t == "remove-cell" else t for t in tags]
+        meta["tags"] = [t for t in tags if t != "remove-output"]  # the figure is the output
     figure = {"caption": fig.caption}
     if fig.name:
         figure["name"] = fig.name
@@ -346,7 +357,7 @@ def convert_text(text: str, name: str = "<notebook>") -> str:
             if not changed:
                 out.append(cell)
                 continue
-            header = cell.header
+            header = _keep_in_order(cell.header) if "prose(" in body else cell.header
             for key in shown:
                 nxt = cells[idx + 1] if idx + 1 < len(cells) else None
                 taken = take_figure(nxt.lines, where) if nxt is not None and nxt.kind == "markdown" else None
@@ -375,9 +386,52 @@ def convert_text(text: str, name: str = "<notebook>") -> str:
     if figures:
         raise ConversionError(f"{name}: no glue call found for the figures {sorted(figures)}")
     result = join_cells(out)
+    check_order(result, name)
     if re.search(r"\{glue[:}]", result):
         raise ConversionError(f"{name}: glue roles are left after conversion; convert them by hand")
     return result
+
+
+def check_order(text: str, name: str = "<notebook>") -> None:
+    """Every ``{eval}`prose["key..."]``` must come after a cell that sets ``key``.
+
+    The book evaluates a role when it reaches it, with only the cells above it run, and a
+    reader's Run All does the same; glue, which collected every value first, did not care.
+    A notebook that sets keys it computes (``prose(f"tok_{name}", ...)``) is checked only up to
+    its first such call.
+    """
+    known: set[str] = set()
+    computed_keys = False
+    later: dict[str, int] = {}
+    cells = split_cells(text)
+    for cell in cells:
+        if cell.kind == "code":
+            for node in ast.walk(ast.parse(_masked("".join(cell.body)))):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "prose" and node.args:
+                    arg = node.args[0]
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                        later.setdefault(arg.value, cell.start)
+    for cell in cells:
+        if cell.kind == "code":
+            for node in ast.walk(ast.parse(_masked("".join(cell.body)))):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "prose" and node.args:
+                    arg = node.args[0]
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                        known.add(arg.value)
+                    else:
+                        computed_keys = True
+            continue
+        if computed_keys:
+            continue
+        for k, line in enumerate(cell.lines):
+            for key in re.findall(r'\{eval\}`prose\["([A-Za-z_][A-Za-z0-9_]*)', line):
+                if key not in known:
+                    where = f"{name}, line {cell.start + k}"
+                    if key in later:
+                        raise ConversionError(
+                            f"{where}: {key!r} is quoted before the cell that sets it (line {later[key]}); "
+                            "{eval} reads values in order, so compute it in a cell above")
+                    raise ConversionError(f"{where}: no cell sets {key!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
