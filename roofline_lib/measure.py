@@ -2,17 +2,26 @@
 
 Three tools, in the order a measured example uses them:
 
-* :func:`time_fn` times a callable. On a CUDA GPU it hands the work to
-  ``triton.testing.do_bench`` (CUDA events, L2 flushed between repetitions, milliseconds
-  converted to seconds here). On the CPU it warms up, repeats many times, reports the median,
-  and can *rotate* through several argument sets so that consecutive calls touch different
-  memory and the last-level cache does not flatter the result.
+* :func:`time_fn` times a callable on the device you name (``device="cpu"`` or ``"cuda"``;
+  there is no default, so work on CPU tensors is never timed with GPU events just because a
+  GPU is visible). On a CUDA GPU it hands the work to ``triton.testing.do_bench`` (CUDA
+  events, L2 flushed between repetitions, milliseconds converted to seconds here). On the CPU
+  it warms up, repeats many times, reports the median, and can *rotate* through several
+  argument sets so that consecutive calls touch different memory and the last-level cache does
+  not flatter the result. The :class:`Timing` it returns carries its device.
 * :func:`measure_ceilings` measures the machine in front of you: streaming bandwidth (bytes/s,
   the better of a copy and an add, reads plus writes counted, on buffers far larger than the
   last-level cache; called "copy" in labels) and matmul throughput
   (FLOP/s, fp32 on the CPU, bf16 on a GPU; 1 multiply-add = 2 FLOP), in a bounded time.
 * :func:`measured_point` puts a kernel timed here next to its prediction on those measured
-  roofs, and refuses a measurement that beats them (:class:`~roofline_lib.roofline.ImplausibleMeasurement`).
+  roofs, and refuses a measurement that beats them (:class:`~roofline_lib.roofline.ImplausibleMeasurement`)
+  or one timed on another device than the roofs were measured on.
+
+The CUDA side touches the GPU through three private primitives only (``_time_cuda``,
+``_cuda_stream_timings``, ``_cuda_matmul_timing``) plus ``torch.cuda``'s queries; the
+fake-GPU test of the course replaces exactly those. :func:`gpu_identity` reads the provenance
+a GPU number must carry (name, driver, CUDA, torch and triton versions), from ``nvidia-smi``
+where it can.
 
 torch is imported inside the functions that need it, so ``from roofline_lib.measure import
 MeasuredCeilings`` stays light (the plots and the command line rely on that).
@@ -24,25 +33,46 @@ import math
 import numbers
 import os
 import platform
+import re
+import shutil
 import statistics
+import subprocess
 import time
-from dataclasses import asdict, dataclass, fields, replace
-from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any
 
 from ._checks import _positive, _positive_int
+from .ops import gemm
 from .roofline import PLAUSIBILITY_TOLERANCE, Roof
 
 __all__ = [
-    "Timing",
+    "DEVICES",
+    "MAX_MATMUL_N",
+    "UNKNOWN",
+    "GPUIdentity",
+    "MatmulReading",
     "MeasuredCeilings",
     "MeasuredKernel",
+    "StreamReading",
+    "Timing",
+    "best_of",
+    "device_label",
+    "gpu_identity",
     "has_cuda",
-    "time_fn",
+    "matmul_readings",
     "measure_ceilings",
     "measured_point",
-    "best_of",
+    "parse_smi_rows",
+    "resolve_device",
+    "stream_readings",
+    "time_fn",
 ]
+
+#: The devices a timing can name.
+DEVICES = ("cpu", "cuda")
 
 _MB = 1e6
 _DEFAULT_CPU_BUFFER_BYTES = 256 * _MB  # far beyond any CPU's last-level cache (tens of MB)
@@ -51,8 +81,14 @@ _FALLBACK_CACHE_BYTES = 32 * 2**20  # assumed last-level cache when the OS does 
 _MAX_ROTATION_SETS = 64  # never build more argument sets than this from a factory
 _MAX_ROTATION_BYTES = 2e9  # ... nor more than 2 GB of them
 _CPU_MATMUL_MIN_N = 256  # smaller products are dominated by call overhead
-_CPU_MATMUL_MAX_N = 4096  # 2 * 4096**3 = 137 GFLOP: over a second on a laptop core
 _GPU_MATMUL_N = 8192  # 2 * 8192**3 = 1.1 TFLOP: about a millisecond on an H100
+
+#: Largest square matmul side ``measure_ceilings`` accepts as ``matmul_n``, per device:
+#: 2 * 4096**3 = 137 GFLOP is over a second on a laptop core; 2 * 32768**3 = 70 TFLOP is about
+#: 0.1 s on an H100, with three bf16 operands of 2 GiB each.
+MAX_MATMUL_N = MappingProxyType({"cpu": 4096, "cuda": 32768})
+_CPU_MATMUL_MAX_N = MAX_MATMUL_N["cpu"]
+_SMI_TIMEOUT_S = 30  # nvidia-smi answers in well under a second; a hung driver must not hang us
 
 
 # --------------------------------------------------------------------------- results
@@ -63,7 +99,7 @@ class Timing:
     """How long one call of a function took, in seconds, over ``reps`` timed calls.
 
     ``median_s`` is the number to use; ``min_s`` and ``max_s`` show the spread.
-    ``method`` says how the times were taken.
+    ``method`` says how the times were taken, ``device`` where ("cpu" or "cuda").
     """
 
     median_s: float
@@ -71,11 +107,13 @@ class Timing:
     max_s: float
     reps: int
     method: str
+    device: str = "cpu"
 
     def __str__(self) -> str:
         return (
             f"median {_fmt_seconds(self.median_s)} (min {_fmt_seconds(self.min_s)}, "
-            f"max {_fmt_seconds(self.max_s)}) over {self.reps} reps; {self.method}"
+            f"max {_fmt_seconds(self.max_s)}) over {self.reps} reps on {device_label(self.device)}; "
+            f"{self.method}"
         )
 
 
@@ -100,6 +138,11 @@ class MeasuredCeilings:
     buffer_bytes: float = 0.0  # size of each copy buffer that set bytes_per_s
 
     @property
+    def label(self) -> str:
+        """Which device these roofs belong to, for titles and legends: ``"Intel Xeon (CPU)"``."""
+        return f"{self.device_name} ({device_label(self.device)})"
+
+    @property
     def roof(self) -> Roof:
         """These ceilings as a :class:`~roofline_lib.roofline.Roof`: ridge, ceiling, time, guard."""
         return Roof.measured(self)
@@ -118,7 +161,7 @@ class MeasuredCeilings:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, record: dict[str, Any]) -> "MeasuredCeilings":
+    def from_dict(cls, record: dict[str, Any]) -> MeasuredCeilings:
         """Rebuild a record written by :meth:`to_dict`; unknown keys are an error."""
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(record) - names)
@@ -130,8 +173,9 @@ class MeasuredCeilings:
         return ceilings
 
     def __str__(self) -> str:
+        threads = f"{self.n_threads} threads, " if self.device == "cpu" else ""
         return (
-            f"{self.device_name} ({self.n_threads} threads, {self.precision}): "
+            f"{device_label(self.device)} {self.device_name} ({threads}{self.precision}): "
             f"copy {self.bytes_per_s / 1e9:.3g} GB/s, matmul {self.flops_per_s / 1e9:.3g} GFLOP/s, "
             f"ridge {self.ridge:.3g} FLOP/B"
         )
@@ -182,10 +226,22 @@ def has_cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def _resolve_device(device) -> str:
-    """``None`` -> "cuda" when a GPU is present, else "cpu"; otherwise check what was asked."""
+def device_label(device) -> str:
+    """``"cpu"`` -> ``"CPU"``, ``"cuda"`` -> ``"GPU"``: the word a label or a title uses."""
+    return {"cpu": "CPU", "cuda": "GPU"}.get(str(device), str(device))
+
+
+def resolve_device(device) -> str:
+    """The device a timing was asked for, checked: "cpu" or "cuda" (a GPU must be present).
+
+    There is no default. Guessing "cuda" whenever a GPU is visible once timed work on CPU tensors
+    with GPU events (the host-side work finished before the events, and read as about 0 s).
+    """
     if device is None:
-        return "cuda" if has_cuda() else "cpu"
+        raise TypeError(
+            "device must be named: 'cpu' for work on CPU tensors, 'cuda' for work on the GPU "
+            "(there is no default, so CPU work is never timed with GPU events)"
+        )
     kind = getattr(device, "type", device)  # a torch.device carries .type
     if not isinstance(kind, str):
         raise TypeError(f"device must be 'cpu', 'cuda' or a torch.device, got {device!r}")
@@ -324,7 +380,8 @@ def time_fn(
     up front until the sets together are at least twice the last-level cache. Building the
     sets is never timed.
 
-    On CUDA (the default when a GPU is present) the timing is ``triton.testing.do_bench``,
+    ``device`` must be named: ``"cpu"`` for work on CPU tensors, ``"cuda"`` for GPU work.
+    On CUDA the timing is ``triton.testing.do_bench``,
     which flushes the L2 between repetitions and chooses its own counts from a 25 ms warm-up
     and 100 ms of repetitions; ``warmup`` and ``reps`` are the CPU path's counts of untimed and
     timed calls. The CPU path times each call with ``time.perf_counter`` with the garbage
@@ -334,7 +391,7 @@ def time_fn(
         raise TypeError(f"fn must be callable, got {type(fn).__name__} {fn!r}")
     n_warmup = _count(warmup, "warmup", allow_zero=True)
     n_reps = _count(reps, "reps", allow_zero=False)
-    kind = _resolve_device(device)
+    kind = resolve_device(device)
     sets = _argument_sets(rotate, kind)
     if kind == "cuda":
         return _time_cuda(fn, sets)
@@ -365,10 +422,12 @@ def _time_cpu(fn, sets, n_warmup: int, n_reps: int) -> Timing:
         max_s=max(times),
         reps=n_reps,
         method=f"CPU time.perf_counter, {n_warmup} warm-up calls, median of {n_reps}{rotation}",
+        device="cpu",
     )
 
 
 def _time_cuda(fn, sets) -> Timing:  # pragma: no cover - needs a GPU
+    """A CUDA primitive: ``fn`` cycled through ``sets`` under ``do_bench``, in seconds."""
     from triton.testing import do_bench
 
     n_sets = len(sets)
@@ -387,10 +446,176 @@ def _time_cuda(fn, sets) -> Timing:  # pragma: no cover - needs a GPU
         max_s=max(times_s),
         reps=len(times_s),
         method="triton.testing.do_bench (CUDA events, L2 flushed between reps)",
+        device="cuda",
     )
 
 
 # --------------------------------------------------------------------------- ceilings
+
+
+@dataclass(frozen=True)
+class StreamReading:
+    """One streaming kernel over fp32 buffers of ``buffer_bytes`` each, and its timing.
+
+    ``kernel`` is "copy" (``dst.copy_(src)``: read + write, ``bytes_moved = 2 * buffer_bytes``)
+    or "add" (``torch.add(a, b, out=c)``: two reads + one write, ``3 * buffer_bytes``).
+    """
+
+    kernel: str
+    buffer_bytes: float
+    bytes_moved: float
+    timing: Timing
+
+    @property
+    def best_bytes_per_s(self) -> float:
+        """The fastest repetition's rate: what a roof is made of."""
+        return self.bytes_moved / self.timing.min_s
+
+    @property
+    def median_bytes_per_s(self) -> float:
+        return self.bytes_moved / self.timing.median_s
+
+
+@dataclass(frozen=True)
+class MatmulReading:
+    """One square ``n x n x n`` product in ``precision`` and its timing (1 multiply-add = 2 FLOP)."""
+
+    n: int
+    precision: str
+    timing: Timing
+
+    @property
+    def flops(self) -> int:
+        return gemm(self.n, self.n, self.n).flops
+
+    @property
+    def best_flops_per_s(self) -> float:
+        return self.flops / self.timing.min_s
+
+    @property
+    def median_flops_per_s(self) -> float:
+        return self.flops / self.timing.median_s
+
+
+_STREAM_KERNELS = {"copy": 2, "add": 3}  # buffers moved per call: copy reads 1, writes 1; add reads 2, writes 1
+
+
+def stream_readings(device, *, buffer_bytes: float | None = None, seconds: float = 1.0) -> tuple[StreamReading, ...]:
+    """Time the two streaming kernels, copy and add, on fp32 buffers of ``buffer_bytes`` each.
+
+    The memory roof is the better of the two (STREAM reports the best of its kernels):
+    ``max(r.best_bytes_per_s for r in readings)``. Buffers default to 256 MB on a CPU and 1 GB
+    on a GPU, far beyond the last-level cache. On the CPU each kernel gets half of ``seconds``
+    (at least 3 repetitions); on a GPU ``do_bench`` sets its own counts.
+
+    On a CPU a write to memory that is not in cache first reads the line (write-allocate), which
+    the count does not see; it costs copy a larger share of its traffic (1 hidden read per 2
+    counted) than add (1 per 3), so add often shows the higher counted rate. Taking the better of
+    the two means a streaming kernel timed later cannot beat the roof through that accounting.
+    """
+    kind = resolve_device(device)
+    if buffer_bytes is None:
+        buffer_bytes = _DEFAULT_GPU_BUFFER_BYTES if kind == "cuda" else _DEFAULT_CPU_BUFFER_BYTES
+    buf = _positive(buffer_bytes, "buffer_bytes", "bytes")
+    budget_s = _positive(seconds, "seconds", "seconds")
+    n_elems = max(1, int(buf // 4))  # fp32: 4 bytes per element
+    if kind == "cuda":
+        timings = _cuda_stream_timings(n_elems)
+    else:
+        timings = _cpu_stream_timings(n_elems, budget_s)
+    nbytes = 4 * n_elems
+    return tuple(
+        StreamReading(kernel=k, buffer_bytes=nbytes, bytes_moved=_STREAM_KERNELS[k] * nbytes, timing=timings[k])
+        for k in _STREAM_KERNELS
+    )
+
+
+def _cpu_stream_timings(n_elems: int, budget_s: float) -> dict[str, Timing]:
+    import torch
+
+    a = torch.ones(n_elems, dtype=torch.float32)  # first touch: pages are real
+    b = torch.ones(n_elems, dtype=torch.float32)
+    c = torch.zeros(n_elems, dtype=torch.float32)
+    kernels = {"copy": lambda: c.copy_(a), "add": lambda: torch.add(a, b, out=c)}
+    out = {}
+    for label, fn in kernels.items():
+        fn()  # warm-up
+        deadline = time.perf_counter() + budget_s / len(kernels)
+        times: list[float] = []
+        while len(times) < 3 or (time.perf_counter() < deadline and len(times) < 200):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        out[label] = Timing(
+            median_s=statistics.median(times), min_s=min(times), max_s=max(times), reps=len(times),
+            method=f"CPU time.perf_counter, 1 warm-up call, {len(times)} timed calls", device="cpu",
+        )
+    return out
+
+
+def _cuda_stream_timings(n_elems: int) -> dict[str, Timing]:  # pragma: no cover - needs a GPU
+    """A CUDA primitive: copy and add over three fp32 buffers of ``n_elems`` on the GPU."""
+    import torch
+
+    a = torch.ones(n_elems, dtype=torch.float32, device="cuda")
+    b = torch.ones(n_elems, dtype=torch.float32, device="cuda")
+    c = torch.zeros(n_elems, dtype=torch.float32, device="cuda")
+    return {
+        "copy": time_fn(lambda: c.copy_(a), device="cuda"),
+        "add": time_fn(lambda: torch.add(a, b, out=c), device="cuda"),
+    }
+
+
+def _matmul_operands(torch, n: int, precision: str):
+    """``(fn, label)``: a closure computing one ``n x n x n`` product in ``precision`` on the GPU."""
+    if precision == "bf16":
+        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        return (lambda: a @ b), "torch.matmul, bf16 in and out"
+    if precision == "fp8":
+        a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)  # row-major, as _scaled_mm wants
+        b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major
+        one = torch.tensor(1.0, device="cuda")
+        return (
+            lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16, use_fast_accum=True),
+            "torch._scaled_mm, e4m3 in, bf16 out, per-tensor scales, fast accumulation",
+        )
+    raise ValueError(f"precision must be 'bf16' or 'fp8' for a GPU matmul, got {precision!r}")
+
+
+def _cuda_matmul_timing(n: int, precision: str) -> Timing:  # pragma: no cover - needs a GPU
+    """A CUDA primitive: one square product of side ``n`` in ``precision`` under ``do_bench``."""
+    import torch
+
+    fn, label = _matmul_operands(torch, n, precision)
+    timing = time_fn(fn, device="cuda")
+    return replace(timing, method=f"{label}; {timing.method}")
+
+
+def matmul_readings(device, sizes: Sequence[int], precision: str = "bf16") -> tuple[MatmulReading, ...]:
+    """Time one square product per side in ``sizes`` on ``device`` ("cuda": bf16 or fp8)."""
+    kind = resolve_device(device)
+    if kind != "cuda":
+        raise ValueError(f"matmul_readings times GPU products; on {device!r} use measure_ceilings")
+    if precision not in ("bf16", "fp8"):
+        raise ValueError(f"precision must be 'bf16' or 'fp8' for a GPU matmul, got {precision!r}")
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or not sizes:
+        raise TypeError(f"sizes must be a non-empty list of matrix sides in rows, got {sizes!r}")
+    out = []
+    for n in sizes:
+        side = _matmul_side(n, kind)
+        out.append(MatmulReading(n=side, precision=precision, timing=_cuda_matmul_timing(side, precision)))
+    return tuple(out)
+
+
+def _matmul_side(n, kind: str) -> int:
+    side = _positive_int(n, "matmul_n", "rows of a square matrix")
+    limit = MAX_MATMUL_N[kind]
+    if side > limit:
+        raise ValueError(
+            f"matmul_n must be at most {limit} rows on {device_label(kind)} ({kind}), got {n!r}"
+        )
+    return side
 
 
 def measure_ceilings(
@@ -401,31 +626,34 @@ def measure_ceilings(
     buffer_bytes: float | None = None,
     matmul_n: int | None = None,
 ) -> MeasuredCeilings:
-    """Measure this machine's copy bandwidth and matmul throughput within about ``seconds``.
+    """Measure the copy bandwidth and matmul throughput of ``device`` within about ``seconds``.
 
-    Bandwidth: the better of ``dst.copy_(src)`` (counting ``2 * buffer_bytes``: read + write)
-    and ``torch.add(a, b, out=c)`` (``3 * buffer_bytes``) on fp32 buffers of ``buffer_bytes``
-    each (256 MB on a CPU, 1 GB on a GPU: far beyond the last-level cache), as STREAM reports
-    the best of its kernels. Matmul: square ``n x n`` products, ``2 * n**3`` FLOP each (n**3
-    multiply-adds), fp32 on the CPU with ``n`` grown while it fits the budget, bf16 n = 8192 on
-    a GPU. Each roof is the *best* repetition: a ceiling is the fastest the machine showed.
+    ``device`` must be named: ``"cpu"`` for the roofs CPU work is judged against, ``"cuda"`` for
+    the GPU's. Bandwidth: the better of a copy and an add (:func:`stream_readings`) on fp32
+    buffers of ``buffer_bytes`` each (256 MB on a CPU, 1 GB on a GPU: far beyond the last-level
+    cache), as STREAM reports the best of its kernels. Matmul: square ``n x n`` products,
+    ``2 * n**3`` FLOP each (n**3 multiply-adds), fp32 on the CPU with ``n`` grown while it fits
+    the budget, bf16 at n = 8192 on a GPU. Each roof is the *best* repetition: a ceiling is the
+    fastest the machine showed.
 
-    About 40 % of ``seconds`` goes to the copy and 60 % to the matmul; setting up the buffers
-    comes on top (a fraction of a second). ``progress`` is called with one line per step.
+    On a CPU about 40 % of ``seconds`` goes to the copy and 60 % to the matmul; setting up the
+    buffers comes on top (a fraction of a second). On a GPU ``do_bench`` sets the counts (a few
+    hundred milliseconds in all). ``progress`` is called with one line per step.
 
-    ``matmul_n`` (CPU): the largest square product you will compare against this roof. The
-    sweep always reaches it, whatever the time budget, because larger products run closer to
-    peak: a roof read only at smaller sizes (on a busy machine the budget runs out early) would
-    be beaten by an honest larger product.
+    ``matmul_n``: the largest square product you will compare against this roof, at most
+    :data:`MAX_MATMUL_N` for the device (4096 on a CPU, 32768 on a GPU). The sweep always
+    reaches it, whatever the time budget, because larger products run closer to peak: a roof
+    read only at smaller sizes would be beaten by an honest larger product.
     """
     budget_s = _positive(seconds, "seconds", "seconds")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a callable taking one string, got {progress!r}")
     report = progress or (lambda message: None)
-    kind = _resolve_device(device)
+    kind = resolve_device(device)
     if buffer_bytes is None:
         buffer_bytes = _DEFAULT_GPU_BUFFER_BYTES if kind == "cuda" else _DEFAULT_CPU_BUFFER_BYTES
     buf = _positive(buffer_bytes, "buffer_bytes", "bytes")
+    must_reach = 0 if matmul_n is None else _matmul_side(matmul_n, kind)
 
     import torch
 
@@ -433,13 +661,20 @@ def measure_ceilings(
     name = torch.cuda.get_device_name(0) if kind == "cuda" else _cpu_name()
     report(f"measuring {name} on {kind} for about {budget_s:.3g} s")
 
-    must_reach = 0 if matmul_n is None else _positive_int(matmul_n, "matmul_n", "rows of a square matrix")
-    if must_reach > _CPU_MATMUL_MAX_N:
-        raise ValueError(f"matmul_n must be at most {_CPU_MATMUL_MAX_N} rows, got {matmul_n!r}")
-
-    bytes_per_s = _copy_bandwidth(torch, kind, buf, 0.4 * budget_s, report)
-    remaining = max(budget_s - (time.perf_counter() - start), 0.25 * budget_s)
-    flops_per_s, n, precision = _matmul_throughput(torch, kind, remaining, report, must_reach)
+    streams = stream_readings(kind, buffer_bytes=buf, seconds=0.4 * budget_s)
+    for r in streams:
+        report(f"{r.kernel}: {r.buffer_bytes / 1e6:.0f} MB buffers, best {_fmt_seconds(r.timing.min_s)} "
+               f"-> {r.best_bytes_per_s / 1e9:.3g} GB/s")
+    bytes_per_s = max(r.best_bytes_per_s for r in streams)
+    if kind == "cuda":
+        sizes = sorted({_GPU_MATMUL_N, must_reach} - {0})
+        best = max(matmul_readings("cuda", sizes, "bf16"), key=lambda r: r.best_flops_per_s)
+        report(f"matmul: bf16 {best.n}x{best.n}, best {_fmt_seconds(best.timing.min_s)} -> "
+               f"{best.best_flops_per_s / 1e12:.3g} TFLOP/s")
+        flops_per_s, n, precision = best.best_flops_per_s, best.n, "bf16"
+    else:
+        remaining = max(budget_s - (time.perf_counter() - start), 0.25 * budget_s)
+        flops_per_s, n, precision = _matmul_throughput(torch, remaining, report, must_reach)
 
     ceilings = MeasuredCeilings(
         bytes_per_s=bytes_per_s,
@@ -447,11 +682,11 @@ def measure_ceilings(
         device_name=name,
         precision=precision,
         n_threads=int(torch.get_num_threads()),
-        date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        date=datetime.now(UTC).isoformat(timespec="seconds"),
         torch_version=str(torch.__version__),
         device=kind,
         matmul_n=n,
-        buffer_bytes=buf,
+        buffer_bytes=float(streams[0].buffer_bytes),
     )
     report(f"done in {time.perf_counter() - start:.2f} s: ridge {ceilings.ridge:.3g} FLOP/B")
     return ceilings
@@ -478,59 +713,8 @@ def best_of(*readings: MeasuredCeilings) -> MeasuredCeilings:
     )
 
 
-def _sync(torch, kind: str) -> None:
-    if kind == "cuda":
-        torch.cuda.synchronize()
-
-
-def _copy_bandwidth(torch, kind: str, buffer_bytes: float, budget_s: float, report) -> float:
-    """The best streaming rate of two kernels, STREAM-style: copy and add, bytes counted as moved.
-
-    ``dst.copy_(src)`` counts 2 buffers (read + write), ``torch.add(a, b, out=c)`` counts 3. On a
-    CPU a write to memory that is not in cache first reads the line (write-allocate), which the
-    count does not see; it costs copy a larger share of its traffic (1 hidden read per 2 counted)
-    than add (1 per 3), so add often shows the higher counted rate. The roof is the best of the two,
-    so a streaming kernel timed later cannot beat it through that accounting alone.
-    """
-    n_elems = max(1, int(buffer_bytes // 4))  # fp32: 4 bytes per element
-    nbytes = 4 * n_elems
-    a = torch.ones(n_elems, dtype=torch.float32, device=kind)  # first touch: pages are real
-    b = torch.ones(n_elems, dtype=torch.float32, device=kind)
-    c = torch.zeros(n_elems, dtype=torch.float32, device=kind)
-    kernels = {
-        "copy": (lambda: c.copy_(a), 2 * nbytes),  # read a + write c
-        "add": (lambda: torch.add(a, b, out=c), 3 * nbytes),  # read a, read b, write c
-    }
-    best_rate = 0.0
-    for label, (fn, moved) in kernels.items():
-        if kind == "cuda":  # pragma: no cover - needs a GPU
-            best_s = time_fn(fn, device="cuda").min_s
-        else:
-            fn()  # warm-up
-            deadline = time.perf_counter() + budget_s / len(kernels)
-            best_s = math.inf
-            reps = 0
-            while reps < 3 or (time.perf_counter() < deadline and reps < 200):
-                t0 = time.perf_counter()
-                fn()
-                best_s = min(best_s, time.perf_counter() - t0)
-                reps += 1
-        rate = moved / best_s
-        report(f"{label}: {nbytes / 1e6:.0f} MB buffers, best {_fmt_seconds(best_s)} -> {rate / 1e9:.3g} GB/s")
-        best_rate = max(best_rate, rate)
-    return best_rate
-
-
-def _matmul_throughput(torch, kind: str, budget_s: float, report, must_reach: int = 0) -> tuple[float, int, str]:
-    if kind == "cuda":  # pragma: no cover - needs a GPU
-        n = _GPU_MATMUL_N
-        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        best_s = time_fn(lambda: a @ b, device="cuda").min_s
-        rate = 2 * n**3 / best_s  # n**3 multiply-adds, 2 FLOP each
-        report(f"matmul: bf16 {n}x{n}, best {_fmt_seconds(best_s)} -> {rate / 1e12:.3g} TFLOP/s")
-        return rate, n, "bf16"
-
+def _matmul_throughput(torch, budget_s: float, report, must_reach: int = 0) -> tuple[float, int, str]:
+    """The CPU's best fp32 square-matmul rate, sizes grown while the budget allows."""
     # Try growing sizes and keep the best rate: small products can hit slow library paths and
     # large ones need time, so no single n is right on every CPU.
     deadline = time.perf_counter() + budget_s
@@ -550,7 +734,7 @@ def _matmul_throughput(torch, kind: str, budget_s: float, report, must_reach: in
             a @ b
             one_s = min(one_s, time.perf_counter() - t0)
             reps += 1
-        rate = 2 * n**3 / one_s  # n**3 multiply-adds, 2 FLOP each
+        rate = gemm(n, n, n).flops / one_s
         report(f"matmul: fp32 {n}x{n}, best {_fmt_seconds(one_s)} -> {rate / 1e9:.3g} GFLOP/s")
         if rate > best_rate:
             best_rate, best_n = rate, n
@@ -580,13 +764,20 @@ def measured_point(
     ``flops`` (1 multiply-add = 2 FLOP) and ``bytes_moved`` (bytes to and from main memory) are
     the kernel's counts; ``seconds`` its measured time (a :class:`Timing` gives its median).
     Raises ImplausibleMeasurement when the kernel beats a measured roof by more than
-    ``tolerance`` (5 %): it was timed from cache, or a count is wrong.
+    ``tolerance`` (5 %): it was timed from cache, or a count is wrong. A :class:`Timing` taken on
+    another device than ``ceilings`` is refused (ValueError): CPU work judged against a GPU's
+    roofs, or the reverse, says nothing about either.
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty string, got {name!r}")
     if not isinstance(ceilings, MeasuredCeilings):
         raise TypeError(
             f"ceilings must be a MeasuredCeilings from measure_ceilings(), got {type(ceilings).__name__}"
+        )
+    if isinstance(seconds, Timing) and seconds.device != ceilings.device:
+        raise ValueError(
+            f"seconds was timed on the {device_label(seconds.device)} ({seconds.device}) but ceilings are "
+            f"the roofs of {ceilings.label}; judge work against the roofs of the device it ran on"
         )
     t = seconds.median_s if isinstance(seconds, Timing) else seconds
     v = ceilings.roof.verdict(flops, bytes_moved, t, tolerance=tolerance, what=name)  # the roof's guard
@@ -601,6 +792,161 @@ def measured_point(
         achieved_bytes_per_s=v.achieved_bytes_per_s,
         ceiling_flops_per_s=v.ceiling_flops_per_s,
         bound=v.bound,
+    )
+
+
+# --------------------------------------------------------------------------- provenance
+
+#: What :func:`gpu_identity` asks nvidia-smi for, and the key each clock is kept under (MHz).
+_SMI_FIELDS = ("index", "uuid", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem")
+_SMI_CLOCKS = {"clocks.sm": "sm_mhz", "clocks.mem": "mem_mhz", "clocks.max.sm": "max_sm_mhz",
+               "clocks.max.mem": "max_mem_mhz"}
+#: What a provenance field holds when it could not be read: the record keeps everything else.
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class GPUIdentity:
+    """Who measured a GPU number: the device and every version its figures depend on.
+
+    A field that could not be read holds ``"unknown"`` instead of voiding the rest; ``clocks``
+    (MHz) holds only the clocks nvidia-smi could read, and may be empty.
+    """
+
+    device_name: str
+    driver: str
+    cuda: str
+    torch: str
+    triton: str
+    uuid: str = UNKNOWN
+    clocks: Mapping[str, float] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return (f"{self.device_name}, driver {self.driver}, CUDA {self.cuda}, torch {self.torch}, "
+                f"triton {self.triton}")
+
+
+def parse_smi_rows(text: str, fields: Sequence[str]) -> list[dict[str, str]]:
+    """Rows of ``nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits``, by field name.
+
+    Lines that are not rows of exactly ``len(fields)`` comma-separated values (a warning printed
+    first, a blank line) are skipped, and so is a row whose ``index`` field is not a whole
+    number. Values nvidia-smi cannot read ("[N/A]", "[Not Supported]", "N/A") are left out of
+    their row.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be nvidia-smi's output as a string, got {type(text).__name__}")
+    rows = []
+    for line in text.splitlines():
+        values = [v.strip() for v in line.split(",")]
+        if len(values) != len(fields):
+            continue
+        row = {f: v for f, v in zip(fields, values)
+               if v and not v.startswith("[") and v.lower() not in ("n/a", "not supported")}
+        if "index" in fields and not row.get("index", "").isdigit():
+            continue
+        rows.append(row)
+    return rows
+
+
+def _visible_selector() -> str | None:
+    """The first entry of CUDA_VISIBLE_DEVICES (an index or a GPU-UUID): torch's device 0."""
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None
+    first = value.split(",")[0].strip()
+    return first or None
+
+
+def _pick_smi_row(rows: list[dict[str, str]], uuid: str | None) -> dict[str, str]:
+    """nvidia-smi's row for torch's device 0: by UUID, else by CUDA_VISIBLE_DEVICES, else the first row."""
+    if not rows:
+        return {}
+    if uuid:
+        want = uuid.lower().removeprefix("gpu-")
+        for row in rows:
+            if row.get("uuid", "").lower().removeprefix("gpu-") == want:
+                return row
+    selector = _visible_selector()
+    if selector is not None:
+        for row in rows:
+            if selector.isdigit() and row.get("index") == selector:
+                return row
+            if selector.lower().startswith("gpu-") and row.get("uuid", "").lower().startswith(selector.lower()):
+                return row
+        return {}  # the visible GPU is not among the rows: better unknown than another GPU's driver
+    return rows[0]
+
+
+def _read_smi(fields: Sequence[str]) -> str | None:
+    """nvidia-smi's answer for every GPU (``-i`` would ignore CUDA_VISIBLE_DEVICES), or None."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    cmd = [exe, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
+    try:
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=_SMI_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _driver_fallback(torch) -> str:
+    """The driver version without nvidia-smi: the kernel module's banner, then the CUDA driver API."""
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8") as fh:
+            match = re.search(r"Kernel Module\s+(?:for \S+\s+)?([0-9][0-9.]+)", fh.read())
+        if match:
+            return match.group(1)
+    except OSError:
+        pass
+    getter = getattr(getattr(torch, "_C", None), "_cuda_getDriverVersion", None)  # private: may not exist
+    try:
+        api = int(getter()) if getter is not None else 0
+    except Exception:  # noqa: BLE001 - a private call; provenance must never crash a run
+        api = 0
+    if api > 0:
+        return f"{UNKNOWN} (supports CUDA {api // 1000}.{api % 1000 // 10})"
+    return UNKNOWN
+
+
+def gpu_identity() -> GPUIdentity:
+    """The provenance of torch's CUDA device 0: name, driver, CUDA, torch and triton, clocks.
+
+    nvidia-smi is asked about every GPU, and the row of torch's device 0 is chosen by its UUID,
+    else by the first entry of CUDA_VISIBLE_DEVICES (nvidia-smi numbers GPUs physically, torch
+    numbers the visible ones). Warning lines in its output are skipped. Without nvidia-smi the
+    driver comes from the kernel module's banner or the CUDA driver API; whatever cannot be
+    read is ``"unknown"``.
+    """
+    if not has_cuda():
+        raise RuntimeError("gpu_identity needs a CUDA GPU, and torch sees none")
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    uuid = str(getattr(props, "uuid", "") or "") or None
+    text = _read_smi(_SMI_FIELDS)
+    row = _pick_smi_row(parse_smi_rows(text, _SMI_FIELDS), uuid) if text else {}
+    clocks = {}
+    for name, key in _SMI_CLOCKS.items():
+        try:
+            clocks[key] = _positive(float(row[name]), name, "MHz")
+        except (KeyError, TypeError, ValueError):
+            continue
+    try:
+        import triton
+
+        triton_version = str(triton.__version__)
+    except ImportError:
+        triton_version = UNKNOWN
+    return GPUIdentity(
+        device_name=str(torch.cuda.get_device_name(0)) or UNKNOWN,
+        driver=row.get("driver_version") or _driver_fallback(torch),
+        cuda=str(torch.version.cuda or UNKNOWN),
+        torch=str(torch.__version__),
+        triton=triton_version,
+        uuid=uuid or row.get("uuid", UNKNOWN),
+        clocks=MappingProxyType(clocks),
     )
 
 

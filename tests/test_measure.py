@@ -270,13 +270,111 @@ def test_best_of_refuses_nothing_mixed_devices_and_other_types():
 def test_the_matmul_roof_always_reaches_the_callers_size():
     lines = []
     # a budget far too small to grow past the first size, but the caller will time 512 x 512
-    measure.measure_ceilings(seconds=0.01, buffer_bytes=8e6, matmul_n=512, progress=lines.append)
+    measure.measure_ceilings(seconds=0.01, device="cpu", buffer_bytes=8e6, matmul_n=512, progress=lines.append)
     sizes = [line for line in lines if line.startswith("matmul: fp32 ") and "x" in line.split()[2]]
     assert any(line.startswith("matmul: fp32 512x512") for line in sizes), lines
 
 
 def test_matmul_n_is_checked():
-    with pytest.raises(ValueError, match="matmul_n must be at most 4096 rows"):
-        measure.measure_ceilings(seconds=0.01, buffer_bytes=8e6, matmul_n=8192)
+    with pytest.raises(ValueError, match="matmul_n must be at most 4096 rows on CPU"):
+        measure.measure_ceilings(seconds=0.01, device="cpu", buffer_bytes=8e6, matmul_n=8192)
     with pytest.raises(TypeError, match="matmul_n must be a whole number of rows"):
-        measure.measure_ceilings(seconds=0.01, buffer_bytes=8e6, matmul_n="big")
+        measure.measure_ceilings(seconds=0.01, device="cpu", buffer_bytes=8e6, matmul_n="big")
+
+
+def test_the_matmul_limit_depends_on_the_device():
+    assert measure.MAX_MATMUL_N["cpu"] == 4096  # 2 * 4096**3 = 137 GFLOP: seconds on a CPU
+    assert measure.MAX_MATMUL_N["cuda"] == 32768  # 2 * 32768**3 = 70 TFLOP: ~0.1 s on an H100
+    assert measure.MAX_MATMUL_N["cuda"] >= measure._GPU_MATMUL_N  # a GPU reading can be asked for again
+
+
+# --------------------------------------------------------------------------- naming the device
+
+
+def test_timing_names_its_device_and_there_is_no_default():
+    with pytest.raises(TypeError, match="device must be named"):
+        measure.time_fn(lambda: None)
+    with pytest.raises(TypeError, match="device must be named"):
+        measure.measure_ceilings(seconds=0.1)
+    t = measure.time_fn(lambda: None, device="cpu", warmup=0, reps=3)
+    assert t.device == "cpu" and "on CPU" in str(t)
+
+
+def test_ceilings_say_which_device_they_belong_to():
+    c = _ceilings()
+    assert c.label == "test CPU (CPU)"
+    assert str(c).startswith("CPU test CPU")
+    from dataclasses import replace
+
+    gpu = replace(c, device="cuda", device_name="NVIDIA H200", precision="bf16")
+    assert gpu.label == "NVIDIA H200 (GPU)"
+    assert str(gpu).startswith("GPU NVIDIA H200 (bf16)")  # no host thread count for a GPU
+
+
+def test_a_cpu_timing_is_never_judged_against_gpu_roofs():
+    from dataclasses import replace
+
+    gpu = replace(_ceilings(), device="cuda", device_name="NVIDIA H200")
+    on_cpu = Timing(median_s=0.040, min_s=0.039, max_s=0.050, reps=10, method="test", device="cpu")
+    with pytest.raises(ValueError, match="timed on the CPU .* roofs of NVIDIA H200 .GPU."):
+        measure.measured_point("add", 1e9, 1e9, on_cpu, gpu)
+    on_gpu = replace(on_cpu, device="cuda")
+    with pytest.raises(ValueError, match="timed on the GPU"):
+        measure.measured_point("add", 1e9, 1e9, on_gpu, _ceilings())
+    assert measure.measured_point("add", 1e9, 1e9, on_gpu, gpu).seconds == 0.040  # same device: fine
+
+
+def test_gpu_matmul_readings_are_refused_on_the_cpu():
+    with pytest.raises(ValueError, match="GPU products"):
+        measure.matmul_readings("cpu", [1024])
+
+
+def test_stream_readings_count_copy_and_add_bytes():
+    copy, add = measure.stream_readings("cpu", buffer_bytes=4e6, seconds=0.05)
+    # 4e6 B buffers = 1e6 fp32 elements; copy moves 2 buffers per call, add 3
+    assert (copy.kernel, copy.bytes_moved) == ("copy", 8e6)
+    assert (add.kernel, add.bytes_moved) == ("add", 12e6)
+    assert copy.best_bytes_per_s == pytest.approx(8e6 / copy.timing.min_s)
+    assert copy.timing.device == "cpu" and copy.timing.reps >= 3
+
+
+# --------------------------------------------------------------------------- nvidia-smi
+
+_FIELDS = ("index", "uuid", "driver_version", "clocks.sm")
+
+
+def test_smi_rows_skip_warnings_blank_lines_and_unreadable_values():
+    text = ("WARNING: infoROM is corrupted at gpu 0000:19:00.0\n"
+            "\n"
+            "0, GPU-aaa, 570.86.15, 1980\n"
+            "1, GPU-bbb, [N/A], 1755\n")
+    rows = measure.parse_smi_rows(text, _FIELDS)
+    assert rows == [
+        {"index": "0", "uuid": "GPU-aaa", "driver_version": "570.86.15", "clocks.sm": "1980"},
+        {"index": "1", "uuid": "GPU-bbb", "clocks.sm": "1755"},  # [N/A] is left out, not kept as text
+    ]
+    # a warning with exactly as many commas as a row is still not a row: its index is not a number
+    assert measure.parse_smi_rows("Warning: a, b, c\n", _FIELDS) == []
+    with pytest.raises(TypeError, match="text"):
+        measure.parse_smi_rows(None, _FIELDS)
+
+
+def test_the_smi_row_follows_torch_device_0(monkeypatch):
+    rows = [{"index": "0", "uuid": "GPU-aaa"}, {"index": "1", "uuid": "GPU-bbb"}]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert measure._pick_smi_row(rows, None)["index"] == "0"  # nothing says otherwise: the first
+    assert measure._pick_smi_row(rows, "bbb")["index"] == "1"  # torch's UUID wins
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")  # torch's device 0 is physical GPU 1
+    assert measure._pick_smi_row(rows, None)["index"] == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bbb")
+    assert measure._pick_smi_row(rows, None)["index"] == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")  # not listed: unknown, never another GPU's row
+    assert measure._pick_smi_row(rows, None) == {}
+    assert measure._pick_smi_row([], None) == {}
+
+
+def test_gpu_identity_needs_a_gpu():
+    if measure.has_cuda():  # pragma: no cover - GPU machines test it through gpu_check
+        pytest.skip("checks the refusal on a machine without a GPU")
+    with pytest.raises(RuntimeError, match="CUDA GPU"):
+        measure.gpu_identity()
