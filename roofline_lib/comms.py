@@ -588,8 +588,9 @@ def _loopback_interface() -> str | None:
 def _worker_main(argv=None) -> None:
     """One rank: join the group over 127.0.0.1, time every collective at every size.
 
-    Started by :func:`measure_collectives` as ``python -c ...`` with its settings as JSON in
-    ``argv[1]``; rank 0 prints the timings as one JSON line on stdout.
+    Started by :func:`measure_collectives` as ``python -c <this function's source>`` with its
+    settings as JSON in ``argv[1]``; it imports only the standard library and torch (not
+    roofline_lib). Rank 0 prints the timings as one JSON line on stdout.
     """
     import datetime
     import json
@@ -705,7 +706,9 @@ def measure_collectives(n_ranks: int = 2, message_bytes: Sequence[int] = _DEFAUL
     loopback = _loopback_interface()
     if loopback:
         env["GLOO_SOCKET_IFNAME"] = loopback  # gloo's pair sockets on 127.0.0.1 only
-    code = "import roofline_lib.comms as c; c._worker_main()"
+    import inspect
+
+    code = inspect.getsource(_worker_main) + "\n_worker_main()\n"  # the worker needs no roofline_lib
     procs = []
     started = time.perf_counter()
     deadline = time.monotonic() + timeout
