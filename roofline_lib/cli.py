@@ -2,7 +2,7 @@
 
     roofline gpus                                    the registry as a table
     roofline verdict --flops F --bytes B --seconds S --gpu G [--precision P]
-    roofline measure [--seconds S] [--json FILE]     this machine's copy and matmul roofs
+    roofline measure [--device cpu|cuda] [--seconds S] [--json FILE]   this machine's copy and matmul roofs
     roofline plot [--gpu G ...] [--precision P ...] [--point LABEL:INTENSITY:TFLOPS ...] -o out.png
     roofline grade PATH... [--json FILE]             check answers in exercises/
     roofline grade --submissions DIR [--csv F] [--json F] [--workers N] [--time-limit S]
@@ -133,7 +133,7 @@ def _cmd_measure(args) -> int:
         print(f"  {message}", file=sys.stderr, flush=True)
 
     try:
-        ceilings = measure_ceilings(seconds=args.seconds, progress=progress)
+        ceilings = measure_ceilings(seconds=args.seconds, device=args.device, progress=progress)
     except (TypeError, ValueError) as exc:
         raise _UsageError(f"--seconds: {exc}" if str(exc).startswith("seconds") else str(exc)) from exc
     print(ceilings)
@@ -249,6 +249,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("measure", help="measure this machine's copy bandwidth and matmul throughput",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seconds", type=float, default=5.0, help="time budget in seconds (default 5)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="whose roofs: the CPU's (default) or the CUDA GPU's")
     p.add_argument("--json", metavar="FILE", help="also write the result as JSON (for 'plot --measured')")
     p.set_defaults(run=_cmd_measure)
 
