@@ -144,7 +144,7 @@ def main() -> int:
 
     km = KernelManager(kernel_name="python3")
     km.start_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                    cwd=os.getcwd())
+                    cwd=os.getcwd(), env=job["kernel_env"])
     kc = km.client()
     kc.start_channels()
     try:

@@ -205,10 +205,27 @@ def _package_copy(root: Path) -> Path:
     return dest.parent
 
 
+# Run by the kernel before the first cell: an editable install's finder would otherwise resolve
+# ``roofline_lib.<anything>`` to the repository, key modules included, whatever the package copy
+# on PYTHONPATH holds. The names are deleted so that the student's namespace stays clean.
+_KERNEL_STARTUP = """\
+import sys as _roofline_sys
+_roofline_sys.meta_path[:] = [f for f in _roofline_sys.meta_path
+                              if not str(getattr(f, "__module__", "")).startswith("__editable__")]
+_roofline_name = None
+for _roofline_name in [m for m in _roofline_sys.modules if m.startswith("__editable__")]:
+    del _roofline_sys.modules[_roofline_name]
+del _roofline_sys, _roofline_name
+"""
+
+
 def _scrubbed_env(scratch: Path, pythonpath: str) -> dict:
     home = scratch / "home"
     for sub in ("", ".ipython", ".jupyter", "runtime", "data", "mpl", "tmp"):
         (home / sub).mkdir(parents=True, exist_ok=True)
+    startup = home / ".ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-roofline-grading.py").write_text(_KERNEL_STARTUP)
     bindir = str(Path(sys.executable).parent)
     return {
         "PATH": os.pathsep.join([bindir, os.defpath]),

@@ -173,7 +173,7 @@ def test_grade_without_the_grading_module_exits_2(capsys, monkeypatch):
 def test_grade_hands_paths_and_json_to_the_grader(capsys, monkeypatch):
     calls = []
     fake = types.ModuleType("roofline_lib.grading")
-    fake.run_grade = lambda paths, json_path=None: calls.append((paths, json_path)) or 1
+    fake.run_grade = lambda paths, json_path=None, **options: calls.append((paths, json_path)) or 1
     monkeypatch.setitem(sys.modules, "roofline_lib.grading", fake)
     code, _, _ = run(capsys, "grade", "a.md", "b.md", "--json", "out.json")
     assert code == 1  # the grader's own code: some answer is wrong

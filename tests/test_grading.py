@@ -1,441 +1,623 @@
-"""The autograder: checks give the right verdicts and messages, and the grader cannot be fooled.
+"""The exercises' grading: the key, practice and submit messages, the grader, attacks, a class.
 
-Fast tests call the checks in this process. The slower ones grade real notebooks through nbval,
-once per group (solutions, stubs, a batch of tampered and wrong notebooks), in module fixtures.
+The first half runs in this process and starts no kernel. The second half grades real
+notebooks (built from exercises/ and solutions/ with a few cells replaced) through the grader,
+each in a fresh kernel; together those take about two minutes on two cores.
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
+import os
+import random
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import jupytext
-import nbformat
 import pytest
 
 import roofline_lib as rl
-from roofline_lib import grading
+from roofline_lib import _grading_key as key
+from roofline_lib import grading, observer
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
-
-
-def _feedback(capsys, part, namespace) -> str:
-    grading.check(part, namespace)
-    return capsys.readouterr().out
-
-
-def _tags(cell) -> list[str]:
-    return cell.metadata.get("tags", [])
-
-
-# ------------------------------------------------------------------------------ the notebooks' shape
-
-
-@pytest.mark.parametrize("folder", [EXERCISES, SOLUTIONS], ids=["exercises", "solutions"])
-@pytest.mark.parametrize("exercise", list(grading.EXERCISES.values()), ids=lambda e: e.key)
-def test_every_part_has_an_answer_cell_then_the_official_check_cell(folder, exercise):
-    nb = jupytext.read(folder / f"{exercise.stem}.md")
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    parts = [p.key for p in grading.parts_of(exercise.key)]
-    checks = [c for c in code if any(t.startswith("check-") for t in _tags(c))]
-    assert [t for c in checks for t in _tags(c)] == [f"check-{p}" for p in parts]  # in order, once each
-    for cell in checks:
-        part = _tags(cell)[0][len("check-"):]
-        assert cell.source == grading.check_cell_source(part)  # the official source, verbatim
-        position = code.index(cell)
-        answered_before = {t for c in code[:position] for t in _tags(c)}
-        assert f"answer-{part}" in answered_before
-
-
-def test_exercises_and_solutions_tag_the_same_answer_cells():
-    for exercise in grading.EXERCISES.values():
-        tags = [
-            [t for c in jupytext.read(folder / f"{exercise.stem}.md").cells for t in _tags(c)
-             if t.startswith(("answer-", "check-"))]
-            for folder in (EXERCISES, SOLUTIONS)
-        ]
-        assert tags[0] == tags[1], exercise.stem
-
-
-def test_check_cell_source_refuses_an_unknown_part():
-    with pytest.raises(ValueError, match="unknown part 'ex9-z'"):
-        grading.check_cell_source("ex9-z")
-
-
-# ------------------------------------------------------------------------------ checks in this process
-
-
-def test_a_right_answer_passes(capsys):
-    out = _feedback(capsys, "ex2-a", {"ridge_h100": rl.ridge_point("H100")})
-    assert "[PASS] ex2-a" in out and "(1/1)" in out
-
-
-def test_a_stub_is_not_attempted(capsys):
-    out = _feedback(capsys, "ex2-a", {"ridge_h100": ...})
-    assert "not attempted (0/1)" in out and "replace the `...`" in out
-
-
-def test_a_missing_name_is_not_attempted(capsys):
-    out = _feedback(capsys, "ex2-a", {})
-    assert "not attempted" in out and "`ridge_h100` not defined" in out
-
-
-def test_a_function_stub_that_raises_not_implemented_is_not_attempted(capsys):
-    def precision_sweep(flops, elems, seconds_by_dtype, gpu):
-        raise NotImplementedError
-
-    for part in ("ex5-a", "ex5-b", "ex5-c"):
-        out = _feedback(capsys, part, {"precision_sweep": precision_sweep})
-        assert "not attempted" in out and "NotImplementedError" in out
-
-
-def test_the_rounded_a100_bandwidth_is_caught_with_a_hint_and_without_the_answer(capsys):
-    # 312e12 / 2.0e12 = 156 FLOP/byte; the registry's 312e12 / 2.039e12 = 153.0 is 1.9 % lower
-    out = _feedback(capsys, "ex2-d", {"ridge_a100": 156.0})
-    assert "[FAIL]" in out and "`ridge_a100`" in out and "too high" in out
-    assert "2,039 GB/s" in out  # the convention hint
-    assert "153" not in out  # never the answer
-
-
-def test_a_value_in_tflops_is_reported_as_a_unit_slip(capsys):
-    # 3.35e12 B/s * 40 FLOP/B = 1.34e14 FLOP/s; 134 is that in TFLOP/s
-    out = _feedback(capsys, "ex2-c", {"ceiling_h100_flops_per_s": 134})
-    assert "10^12 times too small" in out and "not TFLOP/s" in out
-
-
-def test_a_percentage_instead_of_a_fraction_is_reported(capsys):
-    out = _feedback(capsys, "ex1-e", {"fraction_of_hbm_roof": 91.6})
-    assert "10^2 times too large" in out and "not a percentage" in out
-
-
-def test_a_plain_wrong_number_gets_its_direction(capsys):
-    out = _feedback(capsys, "ex4-a", {"qk_flops": 1e9})  # the answer is 2 * 8192**2 * 128 = 1.7e10
-    assert "too low by more than a factor of 2" in out
-    assert "17179869184" not in out and "1.718" not in out
-
-
-def test_counting_multiply_adds_instead_of_flops_is_named(capsys):
-    out = _feedback(capsys, "ex4-a", {"qk_flops": 8192 * 8192 * 128})  # s^2 d_h MACs
-    assert "too low" in out and "1 MAC = 2 FLOP" in out
-
-
-def test_the_model_that_does_not_fit(capsys):
-    # 70e9 params * 2 bytes = 140 GB > 80 GB: it does not fit, and needs 2 cards
-    assert "[FAIL]" in _feedback(capsys, "ex3-c", {"fits_on_one_a100": True})
-    assert "[PASS]" in _feedback(capsys, "ex3-c", {"fits_on_one_a100": False})
-    assert "too few" in _feedback(capsys, "ex3-d", {"min_a100s": 1})
-    # one card streaming all 140 GB: 2.039e12 / 140e9 = 14.6 tokens/s, unreachable
-    one_card = rl.decode_roofline(70e9, "A100").tokens_per_s
-    out = _feedback(capsys, "ex3-e", {"decode_tokens_per_s": one_card})
-    assert "do not fit on one card" in out
-
-
-def test_a_choice_outside_the_options_lists_them(capsys):
-    out = _feedback(capsys, "ex2-b", {"bound_h100": "mem"})
-    assert "must be one of 'memory', 'compute'" in out
-    assert "[PASS]" in _feedback(capsys, "ex2-b", {"bound_h100": " Memory "})  # case and spaces forgiven
-
-
-def test_a_bool_choice_does_not_accept_a_string(capsys):
-    out = _feedback(capsys, "ex1-g", {"colleague_is_right": "False"})
-    assert "must be one of True, False" in out
-
-
-def test_a_multi_name_part_needs_every_name(capsys):
-    out = _feedback(capsys, "ex4-f", {"fused_intensity": 4096.0, "fused_bound": ...})
-    assert "not attempted" in out and "`fused_bound`" in out
-
-
-def _reference_style_sweep(flops, elems, seconds_by_dtype, gpu):
-    rows = rl.precision_sweep(flops, elems, seconds_by_dtype, gpu)
-    return {d: {f: getattr(r, f) for f in grading._SWEEP_FIELDS} for d, r in rows.items()}
-
-
-def test_a_correct_sweep_passes_all_three_function_parts(capsys):
-    for part in ("ex5-a", "ex5-b", "ex5-c"):
-        assert "[PASS]" in _feedback(capsys, part, {"precision_sweep": _reference_style_sweep})
-
-
-def test_the_library_function_itself_is_not_an_answer(capsys):
-    out = _feedback(capsys, "ex5-a", {"precision_sweep": rl.precision_sweep})
-    assert "write your own function" in out
-
-
-def test_student_code_that_raises_is_caught_and_reported(capsys):
-    def precision_sweep(flops, elems, seconds_by_dtype, gpu):
-        return 1 / 0
-
-    out = _feedback(capsys, "ex5-a", {"precision_sweep": precision_sweep})  # must not raise
-    assert "[ERROR]" in out and "ZeroDivisionError" in out
-
-
-def test_a_sweep_that_accepts_fp8_on_an_a100_fails_part_b(capsys):
-    def precision_sweep(flops, elems, seconds_by_dtype, gpu):
-        widths = {"fp32": 4, "bf16": 2, "fp8": 1}  # a fixed table: knows nothing of the chip
-        return {d: {"bytes_moved": elems * widths[d]} for d in seconds_by_dtype}
-
-    out = _feedback(capsys, "ex5-b", {"precision_sweep": precision_sweep})
-    assert "[FAIL]" in out and "it should raise ValueError" in out and "has no fp8" in out
-
-
-def test_a_sweep_that_raises_the_wrong_exception_is_told_which_one(capsys):
-    def precision_sweep(flops, elems, seconds_by_dtype, gpu):
-        if "fp8" in seconds_by_dtype and rl.as_gpu(gpu).key.startswith("a100"):
-            raise KeyError("fp8")
-        return _reference_style_sweep(flops, elems, seconds_by_dtype, gpu)
-
-    out = _feedback(capsys, "ex5-b", {"precision_sweep": precision_sweep})
-    assert "raised KeyError" in out and "raise ValueError" in out
-
-
-def test_a_sweep_that_refuses_everything_does_not_earn_the_refusal_marks(capsys):
-    def precision_sweep(flops, elems, seconds_by_dtype, gpu):
-        raise ValueError("no")
-
-    out = _feedback(capsys, "ex5-b", {"precision_sweep": precision_sweep})
-    assert "[ERROR]" in out and "a valid input" in out
-
-
-def test_a_wrong_field_in_a_sweep_row_is_named(capsys):
-    def precision_sweep(flops, elems, seconds_by_dtype, gpu):
-        rows = _reference_style_sweep(flops, elems, seconds_by_dtype, gpu)
-        for row in rows.values():
-            row["ceiling_flops_per_s"] /= 1e12  # in TFLOP/s
-        return rows
-
-    out = _feedback(capsys, "ex5-a", {"precision_sweep": precision_sweep})
-    assert "'ceiling_flops_per_s'" in out and "10^12 times too small" in out
-
-
-def test_a_check_never_raises_on_odd_input(capsys):
-    grading.check("ex9-z", {})  # unknown part
-    grading.check("ex2-a", ["not", "a", "namespace"])
-    grading.check("ex2-a", {"ridge_h100": float("nan")})
-    grading.check("ex2-a", {"ridge_h100": object()})
-    out = capsys.readouterr().out
-    assert "unknown part 'ex9-z'" in out
-    assert out.count("[PASS]") == 0
-
-
-def test_a_malformed_observation_scores_nothing():
-    assert grading.judge("ex2-a", None).marks == 0
-    assert grading.judge("ex2-a", {"part": "ex2-a", "names": "x"}).status == "error"
-    forged = {"part": "ex2-b", "names": {"ridge_h100": {"state": "value", "value": 295.4}}}
-    assert grading.judge("ex2-a", forged).status == "error"  # an observation for another part
-
-
-def test_values_reach_the_judge_as_plain_json():
-    import numpy as np
-
-    row = rl.precision_sweep(1e12, 1e8, {"bf16": 0.004}, "A100")["bf16"]
-    plain = grading._to_jsonable({"a": np.float64(1.5), "b": np.int64(3), "row": row, "inf": float("inf")})
-    assert plain["a"] == 1.5 and plain["b"] == 3 and plain["row"]["bound"] == "compute"
-    assert plain["inf"] == {"nonfinite": "inf"}
-    json.dumps(plain)  # serialisable
-
-
-# ------------------------------------------------------------------------------ the grader, end to end
-
-
-def _grade(paths, tmp_path):
-    out = tmp_path / "scores.json"
-    code = grading.run_grade([str(p) for p in paths], json_path=out)
-    return code, json.loads(out.read_text())
-
-
-def _parts(report) -> dict[tuple[str, str], dict]:
-    return {(ex["path"], p["part"]): p for ex in report["exercises"] for p in ex["parts"]}
-
-
-@pytest.fixture(scope="module")
-def solutions_graded(tmp_path_factory):
-    return _grade(sorted(SOLUTIONS.glob("ex*.md")), tmp_path_factory.mktemp("solutions"))
-
-
-@pytest.fixture(scope="module")
-def stubs_graded(tmp_path_factory):
-    return _grade(sorted(EXERCISES.glob("ex*.md")), tmp_path_factory.mktemp("stubs"))
-
-
-def test_the_solutions_get_full_marks(solutions_graded):
-    code, report = solutions_graded
-    assert code == 0
-    assert report["marks"] == report["max_marks"] == len(grading.PARTS)  # one mark per part
-    assert len(report["exercises"]) == len(grading.EXERCISES)
-
-
-def test_the_stubs_get_nothing_and_fail(stubs_graded):
-    code, report = stubs_graded
-    assert code == 1
-    assert report["marks"] == 0
-    assert {p["status"] for p in _parts(report).values()} == {"not attempted"}
-
-
-def _edit(src: Path, dest: Path, edit) -> Path:
-    """Copy a notebook, letting ``edit(cells)`` change its cells; write it as ``dest``."""
-    nb = jupytext.read(src)
-    edit(nb.cells)
+STEMS = [e.stem for e in key.EXERCISES.values()]
+
+
+def _tagged(path: Path) -> dict[str, str]:
+    """{tag: source} of every tagged code cell."""
+    out = {}
+    for cell in jupytext.read(path).cells:
+        for tag in cell.get("metadata", {}).get("tags", []):
+            out[tag] = cell.source
+    return out
+
+
+def _build(dest: Path, base: Path, replace: dict[str, str] | None = None) -> Path:
+    """A copy of ``base`` with the cells carrying the given tags replaced."""
+    nb = jupytext.read(base)
+    for cell in nb.cells:
+        for tag in cell.get("metadata", {}).get("tags", []):
+            if replace and tag in replace:
+                cell.source = replace[tag]
     dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.suffix == ".ipynb":
-        nbformat.write(nb, str(dest))
-    else:
-        jupytext.write(nb, dest, fmt="md:myst")
+    jupytext.write(nb, dest, fmt="md:myst")
     return dest
 
 
-def _cell(cells, tag):
-    return next(c for c in cells if tag in c.metadata.get("tags", []))
+def _entries(**values) -> dict:
+    return {"part": "?", "entries": {k: observer.encode(v) for k, v in values.items()}, "calls": {}}
 
 
-_FAKE_PASS = (
-    "from IPython.display import display\n"
-    "from roofline_lib import grading as g\n"
-    "obs = {'part': 'ex2-a', 'names': {'ridge_h100': {'state': 'value', 'value': 295.373}}}\n"
-    "display({g.MIME_TYPE: {'part': 'ex2-a', 'observation': obs, 'result': {'status': 'correct'}},\n"
-    "         'text/plain': '[PASS] ex2-a H100 ridge point: correct (1/1)'}, raw=True)"
-)
+def _judge(part: str, seed: int = 0, **values) -> key.Verdict:
+    spec = key.PARTS[part]
+    probes = key.draw_probes(spec, random.Random(seed))
+    return key.judge(spec, _entries(**values), probes)
 
 
-def _tampered_cases(root: Path) -> dict[str, Path]:
-    ex2, ex3, ex5 = "ex2_ridge_points", "ex3_70b_budget", "ex5_precision_sweep"
-    cases = {}
+def _judge_function(part: str, fn, seed: int) -> key.Verdict:
+    """Observe ``fn`` the way the kernel does (on the plan's inputs), judge as the grader does."""
+    spec = key.PARTS[part]
+    probes = key.draw_probes(spec, random.Random(seed))
+    plan = key.plan_of(spec, probes)
+    observation = observer.observe(part, {spec.names[0]: fn}, plan["names"], plan.get("probes"))
+    return key.judge(spec, json.loads(json.dumps(observation)), probes)
 
-    def deleted_checks(cells):
-        cells[:] = [c for c in cells if not any(t.startswith("check-") for t in c.metadata.get("tags", []))]
 
-    cases["deleted"] = _edit(EXERCISES / f"{ex2}.md", root / "deleted" / f"{ex2}.md", deleted_checks)
+# =========================================================================== the notebooks
 
-    def fake_pass(cells):
-        _cell(cells, "check-ex2-a").source = _FAKE_PASS  # edited, tag kept
-        untagged = _cell(cells, "check-ex2-b")
-        untagged.source = _FAKE_PASS.replace("ex2-a", "ex2-b")
-        untagged.metadata["tags"] = []  # edited and untagged
 
-    cases["fake-pass"] = _edit(EXERCISES / f"{ex2}.md", root / "fake" / f"{ex2}.md", fake_pass)
+@pytest.mark.parametrize("folder", [EXERCISES, SOLUTIONS], ids=["exercises", "solutions"])
+@pytest.mark.parametrize("stem", STEMS)
+def test_every_part_has_an_answer_cell_and_the_practice_check(folder, stem):
+    tags = _tagged(folder / f"{stem}.md")
+    for part in key.parts_of(stem[:3]):
+        assert f"answer-{part.key}" in tags, part.key
+        assert tags[f"check-{part.key}"] == (
+            f'from roofline_lib import observer\nobserver.check("{part.key}", globals())')
 
-    def override_checker(cells):
-        _cell(cells, "answer-ex2-a").source = (
-            "ridge_h100 = ...\n"
-            "import roofline_lib.grading as g\n"
-            "g.judge = lambda part, obs: g.PartResult(part, '', 'correct', 1, 1)  # fake in-kernel verdicts\n"
-            "class grading:  # shadow the module name\n"
-            "    @staticmethod\n"
-            "    def check(part, ns=None):\n"
-            "        print('[PASS]', part, 'correct (1/1)')\n"
-            "check = grading.check"
-        )
-        _cell(cells, "answer-ex2-b").source = (
-            "bound_h100 = ...\n"
-            "import roofline_lib.grading as g\n"
-            "g.check = lambda part, ns=None: print('[PASS]', part, 'correct (1/1)')  # silence the check"
-        )
 
-    cases["override"] = _edit(EXERCISES / f"{ex2}.md", root / "override" / f"{ex2}.md", override_checker)
+@pytest.mark.parametrize("stem", STEMS)
+def test_no_exercise_hint_names_a_library_function(stem):
+    text = (EXERCISES / f"{stem}.md").read_text()
+    assert "rl." not in text  # hints name the concept; the library is a tool, not the answer
 
-    def wrong_answers(cells):
-        _cell(cells, "answer-ex2-c").source = "ceiling_h100_flops_per_s = 134  # TFLOP/s, not SI"
-        _cell(cells, "answer-ex2-d").source = "ridge_a100 = 312e12 / 2.0e12  # the rounded bandwidth"
-        _cell(cells, "answer-ex2-a").source = "ridge_h100 = 1 / 0"  # raises in the answer cell
-        untag = _cell(cells, "answer-ex2-e")  # an answer whose cell lost its tag still counts
-        untag.metadata["tags"] = []
 
-    cases["wrong"] = _edit(SOLUTIONS / f"{ex2}.md", root / "wrong" / f"{ex2}.md", wrong_answers)
+# =========================================================================== the key
 
-    def says_it_fits(cells):
-        _cell(cells, "answer-ex3-c").source += "\nfits_on_one_a100 = True"
 
-    cases["fits"] = _edit(SOLUTIONS / f"{ex3}.md", root / "fits" / f"{ex3}.md", says_it_fits)
+def test_the_correct_letters_are_spread_over_a_to_d():
+    correct = {}
+    for part in key.PARTS.values():
+        for letter in "ABCD":
+            if _judge(part.key, **{part.names[0]: letter}).status == "correct":
+                correct[part.key] = letter
+    assert set(correct.values()) == set("ABCD")
+    assert len(correct) >= 7  # a letter part in every exercise, two in some
 
-    def raising_sweep(cells):
-        _cell(cells, "answer-ex5-a").source = (
-            "def precision_sweep(flops, elems, seconds_by_dtype, gpu):\n"
-            "    return flops / 0\n"
-        )
 
-    cases["raises"] = _edit(SOLUTIONS / f"{ex5}.md", root / "raises" / f"{ex5}.md", raising_sweep)
+def test_every_exercise_has_a_reason_part_graded_by_a_numbered_choice():
+    for ex in key.EXERCISES:
+        reasons = [p for p in key.parts_of(ex) if p.names[0].endswith("_reason")]
+        assert reasons, ex
+        for part in reasons:
+            right = [n for n in (1, 2, 3, 4) if _judge(part.key, **{part.names[0]: n}).status == "correct"]
+            assert len(right) == 1, part.key
+            assert _judge(part.key, **{part.names[0]: str(right[0])}).status == "correct"
 
-    def ipynb_with_fake_outputs(cells):
-        check = _cell(cells, "check-ex2-a")
-        check.outputs = [nbformat.v4.new_output(
-            "display_data", data={grading.MIME_TYPE: {"part": "ex2-a"}, "text/plain": "[PASS]"})]
-        check.execution_count = 1
 
-    cases["ipynb-stub"] = _edit(EXERCISES / f"{ex2}.md", root / "ipynb" / f"{ex2}.ipynb", ipynb_with_fake_outputs)
-    return cases
+@pytest.mark.parametrize("seed", range(40))
+def test_every_probe_drawn_has_an_answer_and_the_library_refuses_some_valid_ones(seed):
+    for part in key.PARTS.values():
+        probes = key.draw_probes(part, random.Random(seed))
+        if not probes:
+            continue
+        reference = {"ceiling": key.ref_ceiling, "precision_sweep": key.ref_sweep}[part.names[0]]
+        library = {"ceiling": rl.attainable_flops_per_s, "precision_sweep": rl.precision_sweep}[part.names[0]]
+        assert any(p.kind == "valid" for p in probes)
+        library_refusals = 0
+        for p in probes:
+            if p.kind == "valid":
+                reference(*p.args)  # does not raise
+                try:
+                    library(*p.args)
+                except Exception:  # noqa: BLE001 - the library refuses a datasheet dict or an fp6
+                    library_refusals += 1
+            else:
+                with pytest.raises(ValueError):
+                    reference(*p.args)
+        assert library_refusals >= 1, part.key
+
+
+def test_a_plan_holds_names_and_inputs_only():
+    for part in key.PARTS.values():
+        probes = key.draw_probes(part, random.Random(1))
+        plan = key.plan_of(part, probes)
+        assert set(plan) <= {"names", "probes"}
+        text = json.dumps(plan)
+        assert "valid" not in text and "refuse" not in text  # the kind of a probe is the grader's
+
+
+def test_submit_messages_never_give_a_direction_and_practice_messages_do():
+    flops = key._ex4_naive()[0]  # 2 * 8192 * 8192 * 128
+    for factor in (1.05, 0.95, 1.6, 0.6, 3.0, 0.3):
+        verdict = _judge("ex4-a", qk_flops=flops * factor)
+        assert verdict.status == "wrong"
+        assert "high" not in verdict.submit and "low" not in verdict.submit
+        assert ("high" if factor > 1 else "low") in verdict.practice
+        assert "%" not in verdict.submit and "within" not in verdict.submit
+
+
+def test_a_power_of_ten_and_a_wrong_sign_are_diagnosed_in_both_modes():
+    flops = key._ex4_naive()[0]
+    slip = _judge("ex4-a", qk_flops=flops / 1e9)  # GFLOP instead of FLOP
+    assert "10^-9" in slip.submit and "10^-9" in slip.practice
+    sign = _judge("ex4-a", qk_flops=-flops)
+    assert "sign" in sign.submit and "sign" in sign.practice
+    best = min(key.EX1["fp32_flops_per_s"], key._ex1_intensity() * key.EX1["hbm_bytes_per_s"]) / key.EX1["fp32_flops_per_s"]
+    share = _judge("ex1-e", best_share_of_peak=100 * best)  # a percentage
+    assert "percentage" in share.submit
+
+
+def test_the_model_that_does_not_fit_is_named_when_decode_uses_one_card():
+    one_card = key._ex3_tokens_per_s(1)  # 3.2e12 / (n_params * 2) tokens/s
+    verdict = _judge("ex3-f", decode_tokens_per_s=one_card)
+    assert "do not fit" in verdict.submit and "do not fit" in verdict.practice
+    assert _judge("ex3-e", min_cards=2).status == "wrong"  # 141 GB over 64 GB cards rounds up to 3
+    assert _judge("ex3-e", min_cards=3).status == "correct"
+
+
+def test_the_wrong_ridge_for_an_fp32_kernel_is_named():
+    verdict = _judge("ex1-b", ridge_fp32=900e12 / 4.0e12)  # the bf16 matrix ridge, 225
+    assert "vector units" in verdict.submit
+
+
+def test_not_attempted_missing_and_wrong_types():
+    assert _judge("ex2-a", ridge_p=...).status == "not attempted"
+    assert key.judge(key.PARTS["ex2-a"], {"entries": {"ridge_p": {"kind": "missing"}}}, []).status == "not attempted"
+    assert "should be a number" in _judge("ex2-a", ridge_p="200").submit
+    assert "one of" in _judge("ex1-c", binding_roof="bandwidth").submit
+    assert _judge("ex3-d", fits_on_one="False").status == "wrong"  # a string is not a bool
+
+
+@pytest.mark.parametrize("observation", [None, [], "x", {"entries": 3}, {"entries": {"ridge_p": 5}},
+                                         {"entries": {"ridge_p": {"kind": "number", "value": "NaN"}}}])
+def test_a_malformed_observation_is_an_error_or_wrong_never_an_exception(observation):
+    verdict = key.judge(key.PARTS["ex2-a"], observation, [])
+    assert verdict.status != "correct"
+
+
+# --------------------------------------------------------------------------- function parts
+
+
+def _correct_sweep(flops, elems, seconds_by_dtype, datasheet):
+    return key.ref_sweep(flops, elems, seconds_by_dtype, datasheet)
+
+
+def _sweep_without_refusals(flops, elems, seconds_by_dtype, datasheet):
+    rows = {}
+    for dtype, seconds in seconds_by_dtype.items():
+        bw, peak = datasheet["hbm_bytes_per_s"], datasheet["peak_flops_per_s"].get(dtype, 1e15)
+        b = elems * key.WIDTHS[dtype]
+        ceiling = min(peak, bw * flops / b)
+        rows[dtype] = {"bytes_moved": b, "intensity": flops / b,
+                       "bound": "memory" if flops / b < peak / bw else "compute",
+                       "achieved_flops_per_s": flops / seconds, "ceiling_flops_per_s": ceiling,
+                       "efficiency": flops / seconds / ceiling}
+    return rows
+
+
+def _always_refuses(*args):
+    raise ValueError("no")
+
+
+def _heron_only(flops, elems, seconds_by_dtype, datasheet):
+    """Fixed-input gaming: right on the notebook's own inputs, refuses everything else."""
+    if datasheet == key.EX5["heron"]:
+        return key.ref_sweep(flops, elems, seconds_by_dtype, datasheet)
+    raise ValueError("only the Heron")
+
+
+def _wrapped_library(*args):
+    return rl.precision_sweep(*args)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("fn, earned", [
+    (_correct_sweep, {"ex5-a", "ex5-b", "ex5-c"}),
+    (_sweep_without_refusals, {"ex5-a"}),
+    (_always_refuses, set()),
+    (_heron_only, set()),
+    (_wrapped_library, set()),
+], ids=["correct", "no-refusals", "always-refuses", "fixed-input", "wrapped-reference"])
+def test_sweep_parts_are_earned_only_by_doing_the_work(fn, earned, seed):
+    got = {p for p in ("ex5-a", "ex5-b", "ex5-c") if _judge_function(p, fn, seed).status == "correct"}
+    assert got == earned
+
+
+def test_ceiling_parts_need_the_datasheet_and_the_refusals():
+    def student(intensity, datasheet, dtype):
+        return min(datasheet["peak_flops_per_s"][dtype], datasheet["hbm_bytes_per_s"] * intensity)
+
+    assert _judge_function("ex2-g", student, 3).status == "correct"
+    refusal = _judge_function("ex2-h", student, 3)  # KeyError is not ValueError, 0 is accepted
+    assert refusal.status == "wrong" and "high" not in refusal.submit
+    assert _judge_function("ex2-h", key.ref_ceiling, 3).status == "correct"
+    assert _judge_function("ex2-g", lambda i, d, t: rl.attainable_flops_per_s(i, d, t), 3).status == "wrong"
+    scaled = _judge_function("ex2-g", lambda i, d, t: student(i, d, t) / 1e12, 3)  # TFLOP/s
+    assert "power of ten" in scaled.submit
+
+
+def test_a_stub_function_is_not_attempted():
+    def stub(*args):
+        raise NotImplementedError
+
+    assert _judge_function("ex5-a", stub, 0).status == "not attempted"
+
+
+# =========================================================================== the observer
+
+
+def test_the_observer_imports_no_key():
+    code = ("import sys, roofline_lib.observer; "
+            "print(sorted(m for m in sys.modules if 'grading' in m or '_key' in m))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    source = Path(observer.__file__).read_text()
+    assert "_grading_key" not in source and "import roofline_lib" not in source
+
+
+def test_encode_survives_hostile_values():
+    class Hostile:
+        def __float__(self):
+            raise RuntimeError
+
+        def __repr__(self):
+            raise RuntimeError
+
+    class Nasty(dict):
+        def items(self):
+            raise SystemExit
+
+    assert observer.encode(Hostile())["kind"] == "other"
+    assert observer.encode(Nasty(a=1))["kind"] == "dict"  # read through dict's own items
+    assert observer.encode(float("nan")) == {"kind": "number", "nonfinite": "nan"}
+    assert observer.encode(...) == {"kind": "ellipsis"}
+
+
+def test_a_function_that_exits_or_mutates_its_input_is_observed_not_obeyed():
+    def exits(*args):
+        raise SystemExit(0)
+
+    def mutates(intensity, datasheet, dtype):
+        datasheet.clear()
+        return 1.0
+
+    plan = {"names": ["ceiling"], "probes": {"ceiling": [["a", json.dumps([1, {"x": 1}, "bf16"])],
+                                                         ["b", json.dumps([1, {"x": 1}, "bf16"])]]}}
+    out = observer.observe("ex2-g", {"ceiling": exits}, plan["names"], plan["probes"])
+    assert out["calls"]["ceiling"]["a"]["raised"] == "SystemExit"
+    seen = []
+    observer.observe("ex2-g", {"ceiling": lambda i, d, t: seen.append(dict(d)) or 1.0}, plan["names"], plan["probes"])
+    observer.observe("ex2-g", {"ceiling": mutates}, plan["names"], plan["probes"])
+    assert seen == [{"x": 1}, {"x": 1}]
+
+
+# --------------------------------------------------------------------------- practice mode
+
+
+def _serve(*requests) -> list[dict]:
+    out = io.StringIO()
+    grading.practice_server(io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), out)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_the_practice_judge_gives_direction_and_convention(monkeypatch):
+    monkeypatch.delenv("ROOFLINE_GRADING", raising=False)
+    plan, reply, unknown = _serve(
+        {"plan": "ex2-a"},
+        {"judge": "ex2-a", "observation": _entries(ridge_p=150.0)},  # ridge of P is 1200/6 = 200
+        {"plan": "ex9-z"},
+    )
+    assert plan == {"names": ["ridge_p"]}
+    assert reply["line"].startswith("[WRONG] ex2-a") and "too low" in reply["line"] and "peak" in reply["line"]
+    assert "error" in unknown
+
+
+def test_the_practice_judge_is_off_under_the_grader(monkeypatch):
+    monkeypatch.setenv("ROOFLINE_GRADING", "1")
+    assert "error" in _serve({"plan": "ex2-a"})[0]
+
+
+def test_a_practice_check_prints_one_line_and_never_raises(capsys, monkeypatch):
+    monkeypatch.delenv("ROOFLINE_GRADING", raising=False)
+    observer.check("ex2-b", {"ridge_q": 500e12 / 4.0e12})  # 125 FLOP/byte
+    observer.check("ex2-b", {"ridge_q": 4.0e12 / 500e12})  # upside down
+    observer.check("ex2-b", {})
+    observer.check("nope", {})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("[OK] ex2-b")
+    assert lines[1].startswith("[WRONG] ex2-b") and "FLOP per byte" in lines[1]
+    assert lines[2].startswith("[TODO] ex2-b")
+    assert lines[3].startswith("[ERROR]")
+
+
+# =========================================================================== the command line
+
+
+def _roofline(*args, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "roofline_lib.cli", "grade", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["exercises"], "is a folder"),
+    (["README.md"], "not an exercise notebook"),
+    (["exercises/ex9_nothing.md"], "no such file"),
+    (["exercises/ex1_layernorm_4_percent.md", "--json", "no/such/dir/x.json"], "does not exist"),
+    (["exercises/ex1_layernorm_4_percent.md", "--json", "exercises"], "is a folder"),
+    (["exercises/ex1_layernorm_4_percent.md", "--csv", "g.csv"], "--submissions"),
+    (["--submissions", "book"], "no submission holds an exercise notebook"),
+    (["--submissions", "README.md"], "not a folder"),
+    (["--submissions", "tests/data", "--workers", "0"], "--workers"),
+    ([], "give one or more"),
+], ids=["folder", "not-exercise", "missing", "json-dir-missing", "json-is-folder", "csv-alone",
+        "class-without-notebooks", "class-not-folder", "workers-0", "nothing"])
+def test_usage_errors_exit_2_with_a_message_before_grading(args, fragment):
+    started = time.monotonic()
+    proc = _roofline(*args, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert fragment in proc.stderr and "Traceback" not in proc.stderr + proc.stdout
+    assert time.monotonic() - started < 10  # no kernel was started (one takes seconds)
+
+
+def test_gradebook_and_json_from_results():
+    part = key.PARTS["ex2-a"]
+    nb = grading.NotebookResult("a/ex2_ridge_points.md", "ex2", "t",
+                                [grading._part_result(p, "correct" if p is part else "wrong", "m")
+                                 for p in key.parts_of("ex2")], "")
+    students = [grading.StudentResult("ann", "a", [nb]), grading.StudentResult("bob", "b", [], "no exercise")]
+    rows = list(csv.reader(io.StringIO(grading.gradebook_csv(students))))
+    assert rows[0] == ["student", *[p.key for p in key.parts_of("ex2")], "total", "max"]
+    assert rows[1][:2] == ["ann", "1"] and rows[1][-2:] == ["1", "8"]
+    assert rows[2][0] == "bob" and rows[2][-2:] == ["0", "8"]
+    report = grading.report_json(students)
+    assert report["students"][0]["notebooks"][0]["parts"][1]["message"] == "m"
+
+
+# =========================================================================== grading notebooks
+
+
+def _grade_json(tmp_path: Path, *args, timeout=300):
+    out = tmp_path / "report.json"
+    proc = _roofline(*args, "--json", str(out), timeout=timeout)
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    return proc, json.loads(out.read_text())
+
+
+def test_the_solutions_get_full_marks_and_the_stubs_none(tmp_path):
+    proc, report = _grade_json(tmp_path, *[f"solutions/{s}.md" for s in STEMS])
+    assert proc.returncode == 0, proc.stdout
+    student = report["students"][0]
+    assert student["marks"] == student["max_marks"] == len(key.PARTS)
+    proc, report = _grade_json(tmp_path, *[f"exercises/{s}.md" for s in STEMS])
+    assert proc.returncode == 1
+    assert report["students"][0]["marks"] == 0
+    statuses = {p["status"] for nb in report["students"][0]["notebooks"] for p in nb["parts"]}
+    assert statuses == {"not attempted"}
+
+
+_GC_SCAN = '''
+import gc, json, sys, types
+floats, holders = set(), []
+for obj in gc.get_objects():
+    try:
+        if isinstance(obj, dict):
+            values = list(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            values = list(obj)
+        elif isinstance(obj, types.FunctionType):
+            values = [c.cell_contents for c in (obj.__closure__ or ())] + list(obj.__defaults__ or ())
+        else:
+            values = []
+        if hasattr(type(obj), "__dataclass_fields__") and hasattr(obj, "judge"):
+            holders.append(type(obj).__name__)
+        for v in values:
+            if type(v) is float:
+                floats.add(v)
+    except Exception:
+        pass
+try:
+    import roofline_lib._grading_key
+    key_import = "imported"
+except ImportError:
+    key_import = "refused"
+json.dump({"modules": sorted(m for m in sys.modules if "grading" in m or "_key" in m),
+           "floats": sorted(floats), "holders": holders, "key_import": key_import},
+          open(OUT_PATH, "w"))
+intensity = ...
+'''
+
+
+def test_an_answer_cell_inspecting_the_kernel_finds_no_key(tmp_path):
+    findings = tmp_path / "findings.json"
+    nb = _build(tmp_path / "spy" / "ex1_layernorm_4_percent.md", EXERCISES / "ex1_layernorm_4_percent.md",
+                {"answer-ex1-a": f"OUT_PATH = {str(findings)!r}\n" + _GC_SCAN})
+    proc, report = _grade_json(tmp_path, str(nb))
+    assert report["students"][0]["marks"] == 0
+    found = json.loads(findings.read_text())
+    assert found["modules"] == [] and found["holders"] == [] and found["key_import"] == "refused"
+    references = [key._ex1_intensity(), key.EX1["fp32_flops_per_s"] / key.EX1["hbm_bytes_per_s"],
+                  key._ex1_bytes_per_s(key.EX1["seconds"]) / key.EX1["hbm_bytes_per_s"],
+                  key._ex1_intensity() * key.EX1["hbm_bytes_per_s"] / key.EX1["fp32_flops_per_s"]]
+    for ref in references:
+        assert not any(abs(f - ref) <= 1e-9 * abs(ref) for f in found["floats"]), ref
+
+
+def test_a_wrapped_reference_and_fixed_input_gaming_earn_nothing(tmp_path):
+    wrapped = _build(tmp_path / "w" / "ex5_precision_sweep.md", SOLUTIONS / "ex5_precision_sweep.md", {
+        "answer-ex5-a": "import roofline_lib as rl\nprecision_sweep = lambda *a: rl.precision_sweep(*a)"})
+    gaming = _build(tmp_path / "w" / "ex2_ridge_points.md", SOLUTIONS / "ex2_ridge_points.md", {
+        "answer-ex2-g": ("def ceiling(intensity, datasheet, dtype):\n"
+                         "    if intensity == 150.0 and dtype == 'bf16':\n"
+                         "        return min(datasheet['peak_flops_per_s']['bf16'], datasheet['hbm_bytes_per_s'] * 150.0)\n"
+                         "    raise ValueError('only the notebook inputs')")})
+    proc, report = _grade_json(tmp_path, str(wrapped), str(gaming))
+    marks = {p["part"]: p["marks"] for nb in report["students"][0]["notebooks"] for p in nb["parts"]}
+    assert [marks[p] for p in ("ex5-a", "ex5-b", "ex5-c", "ex2-g", "ex2-h")] == [0, 0, 0, 0, 0]
+    assert marks["ex5-d"] == 0  # the wrapper cannot produce the Heron rows either (a dict is no GPU)
+    assert marks["ex2-a"] == 1 and marks["ex2-f"] == 1  # the honest parts still count
+
+
+_DETACH = '''
+import os, sys, subprocess
+code = ("import os, time\\n"
+        "if os.fork(): os._exit(0)\\n"
+        "os.setsid()\\n"
+        "time.sleep(4)\\n"
+        "for p in TARGETS: open(p, 'w').write('rewritten by a detached process')\\n")
+subprocess.Popen([sys.executable, "-c", "TARGETS = " + repr(TARGETS) + "\\n" + code, "roofline-detached-marker"],
+                 start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL)
+rerun_verdict = "D"
+'''
+
+
+def _marker_processes() -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and b"roofline-detached-marker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_detached_process_cannot_rewrite_the_report(tmp_path):
+    report_path = tmp_path / "report.json"
+    nb = _build(tmp_path / "d" / "ex1_layernorm_4_percent.md", SOLUTIONS / "ex1_layernorm_4_percent.md",
+                {"answer-ex1-h": f"TARGETS = [{str(report_path)!r}]\n" + _DETACH})
+    proc, report = _grade_json(tmp_path, str(nb))
+    assert report["students"][0]["marks"] == 8
+    assert _marker_processes() == []  # killed before the report was written
+    time.sleep(5)
+    assert json.loads(report_path.read_text())["students"][0]["marks"] == 8
+
+
+# --------------------------------------------------------------------------- a class of six
+
+_SWEEP_NO_REFUSALS = '''
+def precision_sweep(flops, elems, seconds_by_dtype, datasheet):
+    rows = {}
+    for dtype, seconds in seconds_by_dtype.items():
+        bw, peak = datasheet["hbm_bytes_per_s"], datasheet["peak_flops_per_s"][dtype]
+        b = elems * WIDTHS[dtype]
+        ceiling = min(peak, bw * flops / b)
+        rows[dtype] = {"bytes_moved": b, "intensity": flops / b,
+                       "bound": "memory" if flops / b < peak / bw else "compute",
+                       "achieved_flops_per_s": flops / seconds, "ceiling_flops_per_s": ceiling,
+                       "efficiency": flops / seconds / ceiling}
+    return rows
+'''
+
+_TAMPER = '''
+import json, os
+from IPython.display import display
+open("cells.json", "w").write("{ this is not json")
+MIME = "application/vnd.roofline-course.observation+json"
+display({MIME: {"part": "ex1-a", "entries": {"intensity": {"kind": "number", "value": 1.0}}}}, raw=True)
+try:  # forge the worker's events (possible only where /proc lets the kernel open its pipe)
+    with open(f"/proc/{os.getppid()}/fd/1", "w") as pipe:
+        for i in range(40):
+            pipe.write(json.dumps({"event": "cell", "index": i, "error": None,
+                                   "observations": [{"part": "?", "entries": {}, "calls": {}}]}) + "\\n")
+        pipe.write("not json at all\\n" + json.dumps({"event": "finished"}) + "\\n")
+except OSError:
+    pass
+import roofline_lib.observer as _obs
+_obs.publish = lambda part, ns, plan: _obs._show(
+    {"part": part, "entries": {n: {"kind": "str", "value": "A"} for n in json.loads(plan)["names"]}}, "forged")
+intensity = ...
+'''
+
+
+def _six_students(root: Path) -> dict[str, int]:
+    """Build the class under ``root``; returns each student's expected total."""
+    ex1, ex5 = "ex1_layernorm_4_percent.md", "ex5_precision_sweep.md"
+    stub1, stub5 = _tagged(EXERCISES / ex1), _tagged(EXERCISES / ex5)
+    _build(root / "full" / ex1, SOLUTIONS / ex1)
+    _build(root / "full" / ex5, SOLUTIONS / ex5)
+    _build(root / "partial" / ex1, SOLUTIONS / ex1, {t: stub1[t] for t in
+                                                      ("answer-ex1-e", "answer-ex1-f", "answer-ex1-g", "answer-ex1-h")})
+    _build(root / "partial" / ex5, EXERCISES / ex5, {"answer-ex5-a": _SWEEP_NO_REFUSALS})
+    _build(root / "empty" / ex1, EXERCISES / ex1)
+    _build(root / "empty" / ex5, EXERCISES / ex5)
+    _build(root / "crashing" / ex1, SOLUTIONS / ex1,
+           {"answer-ex1-e": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"})
+    _build(root / "crashing" / ex5, SOLUTIONS / ex5)
+    _build(root / "hanging" / ex1, SOLUTIONS / ex1, {"answer-ex1-c": "while True:\n    pass"})
+    _build(root / "hanging" / ex5, EXERCISES / ex5)
+    checks = {f"check-{p.key}": 'print("[OK] correct: full marks")' for p in key.parts_of("ex1")}
+    _build(root / "tampered" / ex1, EXERCISES / ex1, {
+        **checks, "answer-ex1-a": _TAMPER,
+        "answer-ex1-h": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nrerun_verdict = 'A'"})
+    _build(root / "tampered" / ex5, EXERCISES / ex5, {
+        "answer-ex5-a": "import roofline_lib as rl\nprecision_sweep = lambda *a: rl.precision_sweep(*a)"})
+    (root / "notes.txt").write_text("not a submission")
+    return {"crashing": 4 + 7, "empty": 0, "full": 8 + 7, "hanging": 2, "partial": 4 + 1, "tampered": 0}
 
 
 @pytest.fixture(scope="module")
-def tampered_graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tampered")
-    cases = _tampered_cases(root)
-    code, report = _grade(list(cases.values()), root)
-    by_case = {name: {p["part"]: p for ex in report["exercises"] if ex["path"] == str(path) for p in ex["parts"]}
-               for name, path in cases.items()}
-    return code, by_case
+def graded_class(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("class")
+    expected = _six_students(tmp / "submissions")
+    started = time.monotonic()
+    proc = _roofline("--submissions", str(tmp / "submissions"), "--workers", "2", "--time-limit", "25",
+                     "--csv", str(tmp / "gradebook.csv"), "--json", str(tmp / "report.json"), timeout=600)
+    elapsed = time.monotonic() - started
+    return dict(proc=proc, expected=expected, elapsed=elapsed,
+                rows=list(csv.DictReader((tmp / "gradebook.csv").open())),
+                report=json.loads((tmp / "report.json").read_text()))
 
 
-def test_a_deleted_check_cell_is_restored(tampered_graded):
-    _, cases = tampered_graded
-    assert {p["status"] for p in cases["deleted"].values()} == {"not attempted"}
-    assert len(cases["deleted"]) == 7  # every part still graded
+def test_the_class_grades_to_the_expected_scores(graded_class):
+    proc = graded_class["proc"]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout
+    totals = {row["student"]: int(row["total"]) for row in graded_class["rows"]}
+    assert totals == graded_class["expected"]
+    columns = list(graded_class["rows"][0])
+    assert columns == ["student", *[p.key for p in key.parts_of("ex1") + key.parts_of("ex5")], "total", "max"]
+    assert graded_class["elapsed"] < 180
 
 
-def test_a_fake_pass_counts_for_nothing(tampered_graded):
-    _, cases = tampered_graded
-    assert cases["fake-pass"]["ex2-a"]["marks"] == 0  # edited check cell, tag kept
-    assert cases["fake-pass"]["ex2-b"]["marks"] == 0  # edited check cell, tag removed
-    assert sum(p["marks"] for p in cases["fake-pass"].values()) == 0
+def _problems(graded_class, student):
+    s = next(s for s in graded_class["report"]["students"] if s["student"] == student)
+    return [nb["problem"] for nb in s["notebooks"]], {p["part"]: p for nb in s["notebooks"] for p in nb["parts"]}
 
 
-def test_overriding_the_checker_counts_for_nothing(tampered_graded):
-    _, cases = tampered_graded
-    a, b = cases["override"]["ex2-a"], cases["override"]["ex2-b"]
-    assert a["status"] == "not attempted" and a["marks"] == 0  # judged again outside the kernel
-    assert b["status"] == "error" and b["marks"] == 0  # a silenced check leaves no result
-    assert "gave no result" in b["message"]
+def test_a_killed_kernel_keeps_the_marks_before_it(graded_class):
+    problems, parts = _problems(graded_class, "crashing")
+    assert problems[0] == "the kernel died during part ex1-e"
+    assert [parts[p]["marks"] for p in ("ex1-a", "ex1-b", "ex1-c", "ex1-d")] == [1, 1, 1, 1]
+    assert parts["ex1-f"]["status"] == "not graded"
+    seconds = next(nb["seconds"] for s in graded_class["report"]["students"] if s["student"] == "crashing"
+                   for nb in s["notebooks"] if nb["exercise"] == "ex1")
+    assert seconds < 25  # reported when it died, not at the time limit
 
 
-def test_wrong_answers_get_the_right_messages(tampered_graded):
-    _, cases = tampered_graded
-    wrong = cases["wrong"]
-    assert "10^12 times too small" in wrong["ex2-c"]["message"]
-    assert "2,039 GB/s" in wrong["ex2-d"]["message"] and "153" not in wrong["ex2-d"]["message"]
-    assert wrong["ex2-a"]["status"] == "error"
-    assert "your answer cell raised ZeroDivisionError" in wrong["ex2-a"]["message"]
-    assert wrong["ex2-e"]["status"] == "correct"  # untagged answer cell: the check still finds it
-    assert wrong["ex2-f"]["status"] == wrong["ex2-g"]["status"] == "correct"  # the rest still graded
-    assert cases["fits"]["ex3-c"]["status"] == "wrong"
-    assert sum(p["marks"] for p in cases["fits"].values()) == 5  # 6 parts, one wrong
+def test_a_hung_kernel_gets_the_time_limit(graded_class):
+    problems, parts = _problems(graded_class, "hanging")
+    assert problems[0] == "the time limit of 25 s was reached during part ex1-c"
+    assert parts["ex1-b"]["marks"] == 1 and parts["ex1-c"]["status"] == "not graded"
 
 
-def test_student_code_that_raises_is_reported_not_crashed_on(tampered_graded):
-    _, cases = tampered_graded
-    for part in ("ex5-a", "ex5-b", "ex5-c"):
-        assert cases["raises"][part]["marks"] == 0
-    assert cases["raises"]["ex5-a"]["status"] == "error"
-    assert "ZeroDivisionError" in cases["raises"]["ex5-a"]["message"]
-
-
-def test_stored_outputs_of_an_ipynb_are_ignored(tampered_graded):
-    code, cases = tampered_graded
-    assert sum(p["marks"] for p in cases["ipynb-stub"].values()) == 0
-    assert code == 1
-
-
-def test_the_score_table_names_every_part():
-    results = [grading.ExerciseResult("x.md", "ex2", "t", [
-        grading.PartResult("ex2-a", "H100 ridge point", "wrong", 0, 1, "`ridge_h100` is too low."),
-        grading.PartResult("ex2-b", "bound", "correct", 1, 1)])]
-    table = grading.format_table(results)
-    assert "ex2-a" in table and "wrong" in table and "is too low" in table
-    assert "1/2" in table and "Score: 1/2 (50 %)" in table
-
-
-def test_run_grade_refuses_no_input_and_missing_files(tmp_path, capsys):
-    assert grading.run_grade([]) == 2
-    assert grading.run_grade([str(tmp_path / "nope.md")]) == 2
-    other = tmp_path / "notes.md"
-    other.write_text("# not an exercise\n")
-    assert grading.run_grade([str(other)]) == 1
-    assert "not an exercise notebook" in capsys.readouterr().out
+def test_tampering_earns_nothing_and_is_survived(graded_class):
+    problems, parts = _problems(graded_class, "tampered")
+    assert all(p["marks"] == 0 for p in parts.values())
+    assert "notes" not in {row["student"] for row in graded_class["rows"]}  # a stray file is no student
