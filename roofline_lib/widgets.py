@@ -248,23 +248,31 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
 
 
 def decode_explorer(n_params: float = 7e9, gpu="A100", bytes_per_param: float = 2,
-                    batch: int = 1, tokens: int = 256) -> Explorer:
+                    batch: int = 1, tokens: int = 256, model: str | None = None) -> Explorer:
     """Decode on one card: batch size and tokens to generate -> the tokens/s ceiling and its bound.
 
-    Every step streams all the weights once (``inference.decode_roofline``); a bigger batch
+    Every step streams the weights once (``inference.decode_roofline``); a bigger batch
     shares that stream, until the compute roof takes over. The figure plots the ceiling against
-    the batch size and marks the chosen one.
+    the batch size and marks the chosen one. The model menu offers a bare parameter count
+    (``n_params``) or one of the shipped models (``transformer.shipped_models()``), whose steps
+    read what they use: one embedding row per sequence, and only the experts a batch touches.
     """
-    from . import inference
+    from . import inference, transformer
 
     n = _positive(n_params, "n_params", "parameters")
     spec = as_gpu(gpu)
     b0 = _positive_int(batch, "batch", "sequences")
     t0 = _positive_int(tokens, "tokens", "tokens")
     inference.decode_roofline(n, spec, bytes_per_param=bytes_per_param, batch=b0)  # checks the inputs
+    if model is not None:
+        transformer.model_config(model)  # an unknown name is refused with the shipped ones listed
+    model_options = [(f"{n / 1e9:.3g}B parameters", None)] + [
+        (transformer.model_config(m).name, m) for m in transformer.shipped_models()]
 
     widths = sorted({2, 1, 0.5, float(bytes_per_param)}, reverse=True)
     controls = {
+        "model": w.Dropdown(options=model_options, value=model, description="model",
+                            layout=w.Layout(width="18em")),
         "gpu": _gpu_dropdown(spec),
         "bytes_per_param": w.Dropdown(options=[(f"{b:g} B/param", b) for b in widths],
                                       value=float(bytes_per_param), description="weights",
@@ -293,8 +301,11 @@ def decode_explorer(n_params: float = 7e9, gpu="A100", bytes_per_param: float = 
         bpp = controls["bytes_per_param"].value
         bsz = controls["batch"].value
         n_tokens = controls["tokens"].value
+        name = controls["model"].value
+        subject = n if name is None else transformer.model_config(name)
+        label = f"{n / 1e9:.3g}B params" if name is None else subject.name
         try:
-            rows = [inference.decode_roofline(n, chip, bytes_per_param=bpp, batch=int(b)) for b in batches]
+            rows = [inference.decode_roofline(subject, chip, bytes_per_param=bpp, batch=int(b)) for b in batches]
         except ValueError as exc:  # e.g. 1 B/param asks for fp8 math on a chip without it
             explorer.result = None
             explorer.readout.value = _error(str(exc))
@@ -306,7 +317,7 @@ def decode_explorer(n_params: float = 7e9, gpu="A100", bytes_per_param: float = 
         curve.set_ydata(rates)
         dot.set_data([bsz], [row.tokens_per_s])
         ax.set_ylim(rates.min() / 2, rates.max() * 2)
-        ax.set_title(f"{chip.name}: {n / 1e9:.3g}B params at {bpp:g} B/param", fontsize=10)
+        ax.set_title(f"{chip.name}: {label} at {bpp:g} B/param", fontsize=10)
         generate_s = n_tokens * row.seconds_per_step  # one token per sequence per step
         warning = f"<br>{_error(row.warning)}" if row.warning else ""
         explorer.result = row

@@ -114,6 +114,17 @@ def test_decode_explorer_shows_library_errors_and_warnings():
     assert "do not fit" in big.readout.value
 
 
+def test_decode_explorer_offers_the_shipped_models():
+    ex = widgets.decode_explorer(7e9, "A100")
+    assert [v for _, v in ex.controls["model"].options][1:] == list(transformer.shipped_models())
+    ex.controls["model"].value = "llama-3-8b"
+    # the step reads one embedding row, not the 128256-row table: the library's model ceiling
+    assert ex.result == inference.decode_roofline(transformer.model_config("llama-3-8b"), "A100", batch=1)
+    assert "136 tokens/s" in ex.readout.value  # 2.039e12 / 15.01e9 bytes read per step
+    with pytest.raises(ValueError, match="unknown model"):
+        widgets.decode_explorer(model="llama-9")
+
+
 # --------------------------------------------------------------------------- FLOP shares
 
 
