@@ -36,6 +36,7 @@ from .records import KernelMeasurement
 from .roofline import Roof
 
 __all__ = [
+    "MAX_RMSNORM_ROW",
     "INTERPRETED",
     "GELU_FLOPS_PER_ELEM",
     "KernelMismatch",
@@ -65,6 +66,13 @@ INTERPRETED = bool(triton.knobs.runtime.interpret)
 GELU_FLOPS_PER_ELEM = 5
 
 _FP32_BYTES = 4  # the unfused RMSNorm does its arithmetic in fp32, as Llama's reference does
+
+#: Widest row :func:`add_rmsnorm` accepts, in elements. The kernel keeps one row in registers as
+#: fp32: 16384 * 4 B = 64 KiB per program, the limit Triton's own layer-norm tutorial sets. With 16
+#: warps (512 threads) that is 32 registers per thread for each row-sized value, and about four are
+#: live at once (x + r, h, the normalised row, the weight): 128 of a thread's 255. Wider rows spill
+#: to local memory, and beyond 2**20 elements Triton does not compile the block at all.
+MAX_RMSNORM_ROW = 16384
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 _DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
@@ -214,13 +222,21 @@ def add_rmsnorm(
 
     This is the step between a transformer's sub-layers: the residual stream ``h`` is kept for
     the next addition and its normalised copy ``y`` feeds the next sub-layer. ``x`` and
-    ``residual`` are (rows, d), ``weight`` is (d,). One program handles one row.
+    ``residual`` are (rows, d), ``weight`` is (d,). One program handles one row, held whole in
+    registers, so ``d`` may be at most :data:`MAX_RMSNORM_ROW` elements; a wider row is refused
+    (ValueError) rather than left to spill or to fail in the compiler.
     """
     _check_tensor(x, "x", ndim=2)
     _check_tensor(residual, "residual", ndim=2)
     _check_tensor(weight, "weight", ndim=1)
     eps = _positive(eps, "eps", "units of the mean square (a small guard against dividing by 0)")
     rows, d = x.shape
+    if d > MAX_RMSNORM_ROW:
+        raise ValueError(
+            f"x has rows of d = {d} elements, but add_rmsnorm holds a whole row in registers: d must be "
+            f"at most {MAX_RMSNORM_ROW} elements ({MAX_RMSNORM_ROW * _FP32_BYTES // 1024} KiB of fp32 per "
+            "row); use add_rmsnorm_reference for wider rows"
+        )
     if residual.shape != x.shape or residual.dtype != x.dtype or residual.device != x.device:
         raise ValueError(f"residual must match x {tuple(x.shape)} {x.dtype}, got {tuple(residual.shape)} {residual.dtype}")
     if weight.shape[0] != d or weight.dtype != x.dtype or weight.device != x.device:

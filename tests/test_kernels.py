@@ -210,3 +210,28 @@ def test_run_demo_compiled_on_the_gpu():  # pragma: no cover - needs a GPU
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
+
+
+# --------------------------------------------------------------------------- register limit
+
+
+def test_add_rmsnorm_refuses_rows_wider_than_its_registers():
+    d = K.MAX_RMSNORM_ROW + 1  # 16385: one element past 64 KiB of fp32
+    x = torch.zeros(1, d)
+    with pytest.raises(ValueError, match=r"d = 16385 .* at most 16384 elements \(64 KiB"):
+        K.add_rmsnorm(x, x.clone(), torch.ones(d))
+    # 2**20 + 1 elements: the width at which Triton stops compiling is refused before any launch
+    wide = torch.zeros(1, 2**20 + 1)
+    with pytest.raises(ValueError, match="add_rmsnorm_reference"):
+        K.add_rmsnorm(wide, wide, torch.ones(2**20 + 1))
+
+
+def test_add_rmsnorm_at_the_widest_row_it_accepts_matches_the_reference():
+    d = K.MAX_RMSNORM_ROW  # 16384 = 2**14: the block is exactly one row
+    gen = torch.Generator().manual_seed(0)
+    x, r = torch.randn(1, d, generator=gen), torch.randn(1, d, generator=gen)
+    w = torch.ones(d)
+    y, h = K.add_rmsnorm(x, r, w)
+    y_ref, h_ref = K.add_rmsnorm_reference(x, r, w)
+    assert torch.equal(h, h_ref)  # one fp32 add each: bit for bit
+    assert torch.allclose(y, y_ref, rtol=1e-4, atol=1e-5)
