@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from .hardware import BYTES_PER_ELEMENT, PRECISIONS, registry
+from .inference import decode_flops_per_token, decode_step_bytes_of
 from .interconnect import link_registry, node_registry
 from .roofline import PLAUSIBILITY_TOLERANCE, ridge_point
+from .transformer import model_config, shipped_models
 
 __all__ = ["SCHEMA_VERSION", "registry_as_dict", "registry_json", "write_registry_js", "write_registry_json"]
 
@@ -75,7 +77,28 @@ def registry_as_dict() -> dict[str, Any]:
         "gpus": {key: _gpu_record(key, spec) for key, spec in registry().items()},
         "links": {key: _link_record(key, spec) for key, spec in link_registry().items()},
         "nodes": {key: _node_record(key, spec) for key, spec in node_registry().items()},
+        "models": {key: _model_record(key) for key in shipped_models()},
     }
+
+
+def _model_record(key: str) -> dict[str, Any]:
+    """One shipped model, in parameters, as the static explorer's decode mode needs it.
+
+    Weights read per decode step = ``fixed_params + batch * gather_params_per_sequence +
+    experts_touched(batch) * params_per_expert``, times the bytes per parameter
+    (:func:`roofline_lib.inference.decode_step_bytes_of`; experts touched under uniform routing,
+    :func:`roofline_lib.inference.expected_experts_touched`). ``flops_per_token``: the decode
+    matmul FLOPs of one token, without a KV cache.
+    """
+    cfg = model_config(key)
+    per_expert = cfg.n_layers * sum(m.params_each for m in cfg.weight_matrices() if m.name.startswith("expert_"))
+    gather = cfg.d_model * (2 if cfg.learned_positions else 1)  # a token row (and a position row)
+    read_at_one = decode_step_bytes_of(cfg, 1, bytes_per_param=1).weights  # in parameters
+    fixed = read_at_one - gather - (cfg.experts_per_token * per_expert if cfg.is_moe else 0)
+    return {"key": key, "name": cfg.name, "n_params": cfg.n_params(), "active_params": cfg.active_params(),
+            "fixed_params": fixed, "gather_params_per_sequence": gather, "params_per_expert": per_expert,
+            "n_experts": cfg.n_experts, "experts_per_token": cfg.experts_per_token,
+            "flops_per_token": decode_flops_per_token(cfg)}
 
 
 def _link_record(key: str, spec) -> dict[str, Any]:

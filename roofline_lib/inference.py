@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._checks import _fraction, _positive, _positive_int
+from ._checks import _fraction, _model_params, _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
 from .ops import FLOP_PER_MAC, gemm
 from .roofline import ridge_point
@@ -48,6 +48,7 @@ __all__ = [
     "expected_experts_touched",
     "DecodeStepBytes",
     "decode_step_bytes_of",
+    "decode_flops_per_token",
     "ModelDecodeCeiling",
     "model_decode_ceiling",
     "decode_batch_to_reach_ridge",
@@ -261,14 +262,9 @@ def decode_roofline(n_params, gpu, bytes_per_param=2, precision=None, batch=1) -
         cfg = n_params
         n = float(cfg.n_params())
         weight_bytes = decode_step_bytes_of(cfg, batch, bytes_per_param=b).weights
-        flops_per_token = _decode_flops_per_token(cfg, None)
+        flops_per_token = decode_flops_per_token(cfg, None)
     else:
-        n = _positive(n_params, "n_params", "parameters")
-        if n < 1000:
-            raise ValueError(
-                f"n_params must be a number of parameters, got {n_params!r}: no model has under "
-                "1,000 parameters (did you mean 70e9 for 70B?)"
-            )
+        n = _model_params(n_params)  # 70 means 70e9: refused with a hint about the unit
         weight_bytes = n * b
         flops_per_token = FLOP_PER_MAC * n  # one multiply-accumulate per weight
     if precision is None:
@@ -475,7 +471,7 @@ def quantisation_table(n_params, gpu, bytes_per_param=(2, 1, 0.5)) -> tuple[Quan
     ``reason``; its decode ceiling is then the weight-only-quantisation one (math in bf16).
     """
     spec = as_gpu(gpu)
-    n = _positive(n_params, "n_params", "parameters")
+    n = _model_params(n_params)
     widths = (bytes_per_param,) if not isinstance(bytes_per_param, (tuple, list)) else tuple(bytes_per_param)
     if not widths:
         raise ValueError("bytes_per_param must name at least one width in bytes per parameter, got ()")
@@ -609,7 +605,7 @@ def decode_step_bytes_of(cfg, batch=1, context_len=None, bytes_per_param=2, kv_b
     )
 
 
-def _decode_flops_per_token(cfg, context_len) -> float:
+def decode_flops_per_token(cfg, context_len=None) -> float:
     """Matmul FLOPs of one decode token: the active weights, plus the scores over the context.
 
     The new query attends to every cached key (no mask to skip), so the scores are the
@@ -667,7 +663,7 @@ def model_decode_ceiling(cfg, gpu, batch=1, context_len=None, bytes_per_param=2,
     if precision is None:
         precision = precision_for_bytes(float(bytes_per_param))
     peak = _peak_for(spec, precision, float(bytes_per_param))
-    flops = step.batch * _decode_flops_per_token(cfg, context_len)
+    flops = step.batch * decode_flops_per_token(cfg, context_len)
     memory_seconds = step.total / spec.hbm_bytes_per_s
     compute_seconds = flops / peak
     seconds = max(memory_seconds, compute_seconds)
@@ -714,12 +710,12 @@ def decode_batch_to_reach_ridge(cfg, gpu, context_len=None, bytes_per_param=2, k
 
     one = decode_step_bytes_of(cfg, 1, context_len, bytes_per_param, kv_bytes_per_elem)
     per_sequence = one.kv_cache + one.embedding_gather
-    limit = _decode_flops_per_token(cfg, context_len) / per_sequence
+    limit = decode_flops_per_token(cfg, context_len) / per_sequence
     if limit <= ridge:
         raise ValueError(
             f"{cfg.name or 'this model'} never reaches the {spec.name} {precision} ridge of {ridge:.4g} "
             f"FLOP/byte at a context of {context_len} tokens: each sequence brings its own "
-            f"{per_sequence / 1e6:.4g} MB (mostly KV cache) for {_decode_flops_per_token(cfg, context_len) / 1e9:.4g} "
+            f"{per_sequence / 1e6:.4g} MB (mostly KV cache) for {decode_flops_per_token(cfg, context_len) / 1e9:.4g} "
             f"GFLOP, so however large the batch the intensity stays below {limit:.4g} FLOP/byte"
         )
     low, high = 0, 1

@@ -42,6 +42,7 @@ function evaluateCases(X, cases) {
       if (c.op === "ridge") return X.ridgePoint(c.gpu, c.precision);
       if (c.op === "attainable") return X.attainableFlopsPerS(c.gpu, c.precision, c.intensity);
       if (c.op === "decode") return X.decodeCeiling(c.gpu, c.precision, c.n_params, c.batch);
+      if (c.op === "model_decode") return X.modelDecodeCeiling(c.gpu, c.precision, c.model, c.batch);
       if (c.op === "sig3") return X.sig3(c.x);
       if (c.op === "training_flops") {
         return X.trainingFlopsPerToken(c.n_params, c.convention, c.n_layers, c.d_model, c.seq_len);
@@ -165,6 +166,29 @@ def test_every_number_the_explorer_computes_matches_the_library(run_js):
             assert math.isclose(mine[name], value, rel_tol=1e-12), (case, name, mine[name], value)
         assert mine["bound"] == lib.bound, case
         assert mine["fitsInMemory"] == lib.fits_in_memory, case
+
+
+def test_shipped_models_decode_like_the_library(run_js):
+    """The model menu of the decode explorer against inference.decode_roofline(config, ...)."""
+    cases, expected = [], []
+    for model in rl.shipped_models():
+        cfg = rl.model_config(model)
+        for gpu in ("A100", "H100", "H200", "MI300X"):
+            for batch in (1, 2, 8, 64, 4096):
+                cases.append({"op": "model_decode", "gpu": gpu, "precision": "bf16", "model": model, "batch": batch})
+                expected.append(rl.decode_roofline(cfg, gpu, 2, "bf16", batch))
+    got = run_js(cases)
+    for case, mine, lib in zip(cases, got, expected):
+        assert not (isinstance(mine, dict) and "error" in mine), (case, mine)
+        for name, value in (("weightBytes", lib.weight_bytes), ("tokensPerS", lib.tokens_per_s),
+                            ("computeSeconds", lib.compute_seconds), ("shareOfPeak", lib.share_of_peak)):
+            assert math.isclose(mine[name], value, rel_tol=1e-12), (case, name, mine[name], value)
+        assert (mine["bound"], mine["fitsInMemory"]) == (lib.bound, lib.fits_in_memory), case
+    # Mixtral at batch 1 reads 2 of its 8 experts per layer: 25.5 GB of its 93.4 GB
+    mixtral_one = got[[c["model"] for c in cases].index("mixtral-8x7b")]
+    assert mixtral_one["weightBytes"] == pytest.approx(25.4977e9, rel=1e-5)
+    assert run_js([{"op": "model_decode", "gpu": "A100", "precision": "bf16", "model": "llama-9", "batch": 1}])[0] == {
+        "error": "unknown model \"llama-9\"; shipped models: " + ", ".join(rl.shipped_models())}
 
 
 def test_worked_examples(run_js):

@@ -376,5 +376,5 @@ def test_a_described_chip_works_and_says_the_fit_was_not_checked():
     r = inf.decode_roofline(7e9, chip)
     assert r.tokens_per_s == pytest.approx(2e12 / 14e9)  # bandwidth / weight bytes
     assert "not checked" in r.warning and r.fits_in_memory
-    with pytest.raises(ValueError, match="no model has under 1,000 parameters"):
+    with pytest.raises(ValueError, match="no real model has under 1,000"):
         inf.decode_roofline(70, "A100")

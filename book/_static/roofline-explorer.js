@@ -15,6 +15,8 @@
  *   ridge       = peak / bandwidth                                  (roofline.ridge_point)
  *   attainable  = min(peak, bandwidth * intensity)                  (roofline.attainable_flops_per_s)
  *   decode step = max(N * b / bandwidth, 2 * N * batch / peak)       (inference.decode_roofline)
+ *   a shipped model reads (fixed + batch * gather + E (1 - (1 - k/E)^batch) * expert) params
+ *                                                                   (inference.decode_step_bytes_of)
  *   tokens/s    = batch / step
  *   MFU         = (6N or 6N + 6 L s d) * tokens/s / (n_gpus * peak)  (training.mfu; refused above 1)
  *   forward     = L * (8 d^2 + 2 s d causal or 4 s d + 4 d d_ff or 6 gated) + 2 d V
@@ -105,6 +107,32 @@
     var peak = peakFlopsPerS(rec, precision);
     var weightBytes = nParams * bytes;
     var flopsPerToken = FLOP_PER_MAC * nParams;
+    return decodeSteps(rec, peak, bytes, batch, weightBytes, weightBytes, flopsPerToken);
+  }
+
+  /** A shipped model's decode ceiling (inference.decode_roofline given its config): the step reads
+   *  one embedding row per sequence and, for a mixture of experts, the experts the batch touches
+   *  under uniform routing; the FLOPs are the active matmuls'. */
+  function modelDecodeCeiling(gpu, precision, modelKey, batch, bytesPerParam) {
+    var rec = asGpu(gpu);
+    var models = registry().models || {};
+    var m = models[modelKey];
+    if (!m) {
+      throw new Error("unknown model " + JSON.stringify(modelKey) + "; shipped models: " + Object.keys(models).join(", "));
+    }
+    if (!(Number.isInteger(batch) && batch > 0)) {
+      throw new Error("batch must be a positive whole number of sequences, got " + batch);
+    }
+    var bytes = bytesPerParam === undefined ? registry().bytes_per_element[precision] : bytesPerParam;
+    positive(bytes, "bytes_per_param", "bytes per parameter");
+    var peak = peakFlopsPerS(rec, precision);
+    var touched = m.n_experts > 1 ? m.n_experts * (1 - Math.pow(1 - m.experts_per_token / m.n_experts, batch)) : 0;
+    var readParams = m.fixed_params + batch * m.gather_params_per_sequence + touched * m.params_per_expert;
+    return decodeSteps(rec, peak, bytes, batch, readParams * bytes, m.n_params * bytes, m.flops_per_token);
+  }
+
+  /** The named steps shared by both decode ceilings. */
+  function decodeSteps(rec, peak, bytes, batch, weightBytes, storedBytes, flopsPerToken) {
     var memorySeconds = weightBytes / rec.hbm_bytes_per_s;
     var computeSeconds = (flopsPerToken * batch) / peak;
     var secondsPerStep = Math.max(memorySeconds, computeSeconds);
@@ -114,7 +142,8 @@
       weightBytes: weightBytes,
       bytesPerParam: bytes,
       capacityBytes: rec.hbm_capacity_bytes,
-      fitsInMemory: weightBytes <= rec.hbm_capacity_bytes,
+      fitsInMemory: rec.hbm_capacity_bytes === null || storedBytes <= rec.hbm_capacity_bytes,
+      flopsPerToken: flopsPerToken,
       memorySeconds: memorySeconds,
       computeSeconds: computeSeconds,
       secondsPerStep: secondsPerStep,
@@ -417,6 +446,7 @@
     ridgePoint: ridgePoint,
     attainableFlopsPerS: attainableFlopsPerS,
     decodeCeiling: decodeCeiling,
+    modelDecodeCeiling: modelDecodeCeiling,
     trainingFlopsPerToken: trainingFlopsPerToken,
     mfuParts: mfuParts,
     mfu: mfu,
@@ -742,9 +772,13 @@
     var nParams = numberAttr(host, "data-n-params", 7e9);
     var sizes = MODEL_SIZES.indexOf(nParams) < 0 ? MODEL_SIZES.concat([nParams]) : MODEL_SIZES;
     var modelSelect = el("select", { name: "n_params" });
+    var shipped = registry().models || {};
+    var modelKey0 = host.getAttribute("data-model");
     fillSelect(modelSelect, sizes.slice().sort(function (a, b) { return a - b; }).map(function (n) {
       return { value: String(n), text: sig3(n / 1e9) + "B parameters" };
-    }), String(nParams));
+    }).concat(Object.keys(shipped).map(function (key) {
+      return { value: "model:" + key, text: shipped[key].name };
+    })), modelKey0 ? "model:" + modelKey0 : String(nParams));
     ui.controls.appendChild(field("Model", modelSelect));
     var batch0 = numberAttr(host, "data-batch", 1);
     if (!(Number.isInteger(batch0) && batch0 > 0)) {
@@ -769,26 +803,32 @@
 
     return function draw(rec, precision) {
       var batch = current;
-      var n = Number(modelSelect.value);
-      var d = decodeCeiling(rec, precision, n, batch);
+      var choice = modelSelect.value;
+      var isModel = choice.indexOf("model:") === 0;
+      var d = isModel ? modelDecodeCeiling(rec, precision, choice.slice(6), batch)
+        : decodeCeiling(rec, precision, Number(choice), batch);
+      var n = isModel ? shipped[choice.slice(6)].n_params : Number(choice);
+      var label = isModel ? shipped[choice.slice(6)].name : "a " + sig3(n / 1e9) + "B-parameter model";
       var peak = peakFlopsPerS(rec, precision);
       sliderValue.textContent = String(batch);
       var fits = d.fitsInMemory ? "fits in " : "too big for ";
-      show(out.weights, d.weightBytes, sig3(d.weightBytes / 1e9) + " GB (" + fits +
-        sig3(d.capacityBytes / 1e9) + " GB)");
+      show(out.weights, d.weightBytes, sig3(d.weightBytes / 1e9) + " GB " + (isModel ? "read per step " : "") +
+        "(" + fits + sig3(d.capacityBytes / 1073741824) + " GiB)"); // capacities are GiB: 2**30 bytes
       show(out.memory, d.memorySeconds, sig3(d.memorySeconds * 1e3) + " ms per step");
       show(out.compute, d.computeSeconds, sig3(d.computeSeconds * 1e3) + " ms per step");
       show(out.tokens, d.tokensPerS, sig3(d.tokensPerS) + " tokens/s");
       show(out.perSeq, d.tokensPerSPerSequence, sig3(d.tokensPerSPerSequence) + " tokens/s");
       show(out.bound, d.bound, d.bound + " (" + sig3(100 * d.shareOfPeak) + " % of peak)");
-      ui.svgTitle.textContent = rec.name + " decode ceiling for a " + sig3(n / 1e9) + "B-parameter model in " +
+      ui.svgTitle.textContent = rec.name + " decode ceiling for " + label + " in " +
         precision + ": " + sig3(d.tokensPerS) + " tokens/s at batch " + batch;
       drawRoof(ui.svg, { xMin: 1, xMax: Math.pow(2, BATCH_LOG2_MAX),
-        slope: rec.hbm_bytes_per_s / d.weightBytes, flat: peak / (FLOP_PER_MAC * n),
+        slope: rec.hbm_bytes_per_s / d.weightBytes, flat: peak / d.flopsPerToken,
         x: batch, yScale: 1, xLabel: "batch (sequences per step)", yLabel: "tokens/s" });
       ui.note.textContent = (d.fitsInMemory ? "" : "The weights do not fit on one card, so this ceiling " +
-        "is unreachable there. ") + "Each step streams every weight once and serves one token per " +
-        "sequence; the KV cache is not counted. Source: " + rec.source + ".";
+        "is unreachable there. ") + (isModel ? "Each step reads the weights it uses (one embedding row per " +
+        "sequence; for a mixture of experts, the experts the batch touches under uniform routing) and " +
+        "serves one token per sequence" : "Each step streams every weight once and serves one token per " +
+        "sequence") + "; the KV cache is not counted. Source: " + rec.source + ".";
     };
   }
 
