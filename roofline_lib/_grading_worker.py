@@ -10,6 +10,8 @@ cell sources, the injected ones marked) to its stdin. The worker
   and write into the pipe the grader reads;
 * starts the kernel with its standard streams on ``/dev/null``: the kernel inherits no
   descriptor of the grader's pipe;
+* signs every line it writes with a key the grader sent on stdin (HMAC-SHA256), so a line that
+  another process manages to write into the pipe (a root kernel can) is ignored;
 * runs the cells one by one and writes one JSON line per event to stdout: ``kernel`` (its pid),
   ``begin`` (cell i starts), ``cell`` (cell i ended: the observations of an injected cell, the
   error of any cell), ``died`` (the kernel process is gone) and ``finished``.
@@ -19,6 +21,8 @@ It judges nothing and holds no key: the observations are the kernel's, judged by
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -104,8 +108,13 @@ def kill_tree(root: int, *, include_root: bool = False, rounds: int = 20) -> Non
         time.sleep(0.02)
 
 
-def _emit(stream, event: dict) -> None:
-    stream.write(json.dumps(event) + "\n")
+def sign(secret: str, line: str) -> str:
+    return hmac.new(secret.encode(), line.encode(), hashlib.sha256).hexdigest()
+
+
+def _emit(stream, event: dict, secret: str) -> None:
+    line = json.dumps(event)
+    stream.write(f"{sign(secret, line)} {line}\n")
     stream.flush()
 
 
@@ -140,6 +149,11 @@ def main() -> int:
     os.dup2(devnull, 1)  # nothing the libraries print can reach the grader's pipe
     os.dup2(devnull, 2)
     job = json.loads(sys.stdin.read())
+    secret = job.pop("secret")
+
+    def emit(event):
+        _emit(out, event, secret)
+
     from jupyter_client.manager import KernelManager
 
     km = KernelManager(kernel_name="python3")
@@ -149,18 +163,18 @@ def main() -> int:
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=120)
-        _emit(out, {"event": "kernel", "pid": km.provisioner.process.pid})
+        emit({"event": "kernel", "pid": km.provisioner.process.pid})
         for i, cell in enumerate(job["cells"]):
-            _emit(out, {"event": "begin", "index": i})
+            emit({"event": "begin", "index": i})
             observations, error, died = _run_cell(km, kc, cell["source"], cell.get("injected", False))
             if died:
-                _emit(out, {"event": "died", "index": i})
+                emit({"event": "died", "index": i})
                 break
-            _emit(out, {"event": "cell", "index": i, "observations": observations, "error": error})
+            emit({"event": "cell", "index": i, "observations": observations, "error": error})
         else:
-            _emit(out, {"event": "finished"})
+            emit({"event": "finished"})
     except RuntimeError as err:  # the kernel never became ready
-        _emit(out, {"event": "died", "index": -1, "why": str(err)[:200]})
+        emit({"event": "died", "index": -1, "why": str(err)[:200]})
     finally:
         try:
             kc.stop_channels()

@@ -20,6 +20,7 @@ README's "Grading" section for what each mode shows and for the threat model.
 from __future__ import annotations
 
 import csv
+import hmac
 import io
 import json
 import os
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Sequence
 
 from . import _grading_key as key
-from ._grading_worker import descendants, harden, kill_tree
+from ._grading_worker import descendants, harden, kill_tree, sign
 
 __all__ = [
     "PartResult",
@@ -272,7 +273,8 @@ def _run_worker(cells, scratch: Path, kernel_env: dict, time_limit_s: float):
     work = scratch / "work"
     worker_env = dict(kernel_env)
     worker_env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
-    job = json.dumps({"cells": cells, "kernel_env": kernel_env})
+    secret = secrets.token_hex(32)
+    job = json.dumps({"cells": cells, "kernel_env": kernel_env, "secret": secret})
     proc = subprocess.Popen(
         [sys.executable, "-m", "roofline_lib._grading_worker"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -305,8 +307,11 @@ def _run_worker(cells, scratch: Path, kernel_env: dict, time_limit_s: float):
             buffer += chunk
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
+                mac, _, text = line.decode("utf-8", "replace").partition(" ")
+                if not hmac.compare_digest(mac, sign(secret, text)):
+                    continue  # not written by our worker
                 try:
-                    event = json.loads(line)
+                    event = json.loads(text)
                 except ValueError:
                     continue
                 if not isinstance(event, dict):

@@ -532,12 +532,16 @@ from IPython.display import display
 open("cells.json", "w").write("{ this is not json")
 MIME = "application/vnd.roofline-course.observation+json"
 display({MIME: {"part": "ex1-a", "entries": {"intensity": {"kind": "number", "value": 1.0}}}}, raw=True)
-try:  # forge the worker's events (possible only where /proc lets the kernel open its pipe)
-    with open(f"/proc/{os.getppid()}/fd/1", "w") as pipe:
-        for i in range(40):
-            pipe.write(json.dumps({"event": "cell", "index": i, "error": None,
-                                   "observations": [{"part": "?", "entries": {}, "calls": {}}]}) + "\\n")
-        pipe.write("not json at all\\n" + json.dumps({"event": "finished"}) + "\\n")
+FORGED = "".join(json.dumps({"event": "cell", "index": i, "error": None, "observations": [
+    {"part": "?", "entries": {"intensity": {"kind": "number", "value": 0.875}}}]}) + "\\n" for i in range(40))
+FORGED += "0" * 64 + " " + json.dumps({"event": "finished"}) + "\\nnot json\\n"
+try:  # forge the worker's events in every pipe it holds (where /proc lets the kernel open them)
+    for fd in os.listdir(f"/proc/{os.getppid()}/fd"):
+        try:
+            with open(f"/proc/{os.getppid()}/fd/{fd}", "w") as pipe:
+                pipe.write(FORGED)
+        except OSError:
+            pass
 except OSError:
     pass
 import roofline_lib.observer as _obs
