@@ -280,3 +280,26 @@ def test_gloo_measurement_on_two_local_ranks_and_no_process_left_behind():
         assert _children(os.getpid()) <= before  # every rank was reaped
     with pytest.raises(ValueError, match="no timings of reduce_scatter"):
         m.series("reduce_scatter")
+
+
+# ------------------------------------------------------------------ the widget
+
+
+def test_collective_explorer_reads_the_library_and_refuses_bad_input():
+    pytest.importorskip("ipywidgets")
+    from roofline_lib import widgets
+
+    ex = widgets.collective_explorer(link="NVLink 4", n_ranks=8, message_bytes=1e8, alpha_seconds=5e-6)
+    # 14 x 5 us + 175 MB / 450 GB/s = 70 us + 388.9 us = 458.9 us
+    assert ex.result == rl.collective_cost("all_reduce", 1e8, 8, 5e-6, "nvlink4")
+    assert "459 us" in ex.readout.value
+    ex.controls["link"].value = "ib-ndr"
+    ex.controls["collective"].value = ("all_gather", "ring")
+    assert ex.result == rl.collective_cost("all_gather", 1e8, 8, 5e-6, "ib-ndr")
+    assert ex.update() < 1.0  # one redraw; meant to stay well under a second even on a busy machine
+    with pytest.raises(ValueError, match="message_bytes must be between 100 and 1e\\+11 bytes"):
+        widgets.collective_explorer(message_bytes=1e12)
+    with pytest.raises(ValueError, match="unknown link"):
+        widgets.collective_explorer(link="token ring")
+    with pytest.raises(ValueError, match="n_ranks must be at least 2"):
+        widgets.collective_explorer(n_ranks=1)

@@ -1038,7 +1038,7 @@
       roof.push(px(size) + "," + py(Math.min(o.flat, o.slope * size)));
       curve.push(px(size) + "," + py(o.bus(size)));
     }
-    svg.appendChild(svgEl("polyline", { class: "roofline-explorer__ridge", points: roof.join(" ") }));
+    svg.appendChild(svgEl("polyline", { class: "roofline-explorer__limit", points: roof.join(" ") }));
     svg.appendChild(svgEl("polyline", { class: "roofline-explorer__roof", points: curve.join(" ") }));
     svg.appendChild(svgEl("circle", { class: "roofline-explorer__point", r: 5, cx: px(o.x), cy: py(o.bus(o.x)) }));
   }
