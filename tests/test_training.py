@@ -19,13 +19,13 @@ STACK = dict(n_layers=30, d_model=512, seq_len=2048)
 
 def test_training_flops_per_token_conventions():
     assert rl.training_flops_per_token(1e9) == pytest.approx(6e9)  # 6 * 1e9
-    # tiny three-term: 6*100 + 6*2 layers*4 tokens*3 width = 600 + 144 = 744
-    assert rl.training_flops_per_token(100, convention="three-term", n_layers=2, d_model=3, seq_len=4) == 744
-    # full square: 600 + 12*2*4*3 = 888; with 2 heads of 2 (a = 4): 600 + 12*2*4*4 = 984
-    assert rl.training_flops_per_token(100, 2, 3, 4, "full-square") == 888
-    assert rl.training_flops_per_token(100, 2, 3, 4, "palm", attention_dim=4) == 984
+    # tiny three-term: 6*1000 + 6*2 layers*4 tokens*3 width = 6000 + 144 = 6144
+    assert rl.training_flops_per_token(1000, convention="three-term", n_layers=2, d_model=3, seq_len=4) == 6144
+    # full square: 6000 + 12*2*4*3 = 6288; with 2 heads of 2 (a = 4): 6000 + 12*2*4*4 = 6384
+    assert rl.training_flops_per_token(1000, 2, 3, 4, "full-square") == 6288
+    assert rl.training_flops_per_token(1000, 2, 3, 4, "palm", attention_dim=4) == 6384
     # shape arguments are unused under 6N
-    assert rl.training_flops_per_token(100, convention="6N", n_layers=2, d_model=3, seq_len=4) == 600
+    assert rl.training_flops_per_token(1000, convention="6N", n_layers=2, d_model=3, seq_len=4) == 6000
 
 
 def test_stack_100m_three_term_is_797_mflop():

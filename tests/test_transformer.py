@@ -56,9 +56,9 @@ def test_llama2_7b_forward_is_dominated_by_the_ffn():
 
 
 def test_training_conventions_by_hand():
-    assert rl.training_flops_per_token(100, 2, 3, 4) == 600  # 6 * 100
-    # 600 + 6 * L * s * d = 600 + 6 * 2 * 4 * 3 = 744
-    assert rl.training_flops_per_token(100, 2, 3, 4, convention="three-term") == 744
+    assert rl.training_flops_per_token(1000, 2, 3, 4) == 6000  # 6 * 1000
+    # 6000 + 6 * L * s * d = 6000 + 6 * 2 * 4 * 3 = 6144
+    assert rl.training_flops_per_token(1000, 2, 3, 4, convention="three-term") == 6144
     assert rl.inference_flops_per_token(100) == 200  # 2 * 100
 
 
@@ -90,7 +90,7 @@ def test_three_term_is_three_forwards_when_the_embedding_is_tied():
 
 def test_unknown_convention_lists_the_known_ones():
     with pytest.raises(ValueError, match="'6N', 'three-term', 'full-square'"):
-        rl.training_flops_per_token(100, 2, 3, 4, convention="6ND")
+        rl.training_flops_per_token(1000, 2, 3, 4, convention="6ND")
 
 
 def test_params_per_layer_and_kappa():
@@ -127,7 +127,7 @@ def test_bad_inputs_name_the_parameter_and_unit():
     with pytest.raises(ValueError, match="n_params must be a positive whole number of parameters"):
         rl.inference_flops_per_token(0)
     with pytest.raises(ValueError, match="n_layers"):
-        rl.training_flops_per_token(100, 0, 3, 4)
+        rl.training_flops_per_token(1000, 0, 3, 4)
     with pytest.raises(ValueError, match="kappa"):
         rl.score_to_body_ratio(2048, 512, 0)
     with pytest.raises(TypeError, match="gated must be True or False"):
