@@ -180,12 +180,12 @@ _GPU_LINKS: dict[str, tuple[tuple[str, ...], str]] = {
     "b200": (("nvlink5", "pcie5-x16"),
              "NVIDIA HGX B200 datasheet: NVLink 1.8 TB/s per GPU; NVIDIA DGX B200 user guide: PCIe Gen5 host"),
     "l4": (("pcie4-x16",), "NVIDIA L4 datasheet: PCIe Gen4 x16 64 GB/s, no NVLink"),
-    "mi300x": (("pcie5-x16",), "AMD Instinct MI300X data sheet: PCIe Gen5 x16 host interface; its "
-               "Infinity Fabric links between GPUs are not in this registry"),
-    "tpu-v4": ((), "Google Cloud TPU documentation: TPU v4 chips join through the inter-chip "
-               "interconnect (ICI), which is not in this registry"),
-    "tpu-v5e": ((), "Google Cloud TPU documentation: TPU v5e chips join through the inter-chip "
-                "interconnect (ICI), which is not in this registry"),
+    "mi300x": (("pcie5-x16",), ("AMD Instinct MI300X data sheet: PCIe Gen5 x16 host interface; its "
+                                "Infinity Fabric links between GPUs are not in this registry")),
+    "tpu-v4": ((), ("Google Cloud TPU documentation: TPU v4 chips join through the inter-chip "
+                    "interconnect (ICI), which is not in this registry")),
+    "tpu-v5e": ((), ("Google Cloud TPU documentation: TPU v5e chips join through the inter-chip "
+                     "interconnect (ICI), which is not in this registry")),
 }
 
 _LINK_ALIASES: dict[str, str] = {}
