@@ -383,11 +383,32 @@ def _check_mfu(explorer, spec, precision: str) -> dict:
     return {name: text for name, (_, text) in shown.items()}
 
 
+def _check_comms(explorer) -> dict:
+    """The comms mode against rl.collective_cost and rl.latency_crossover_bytes at its current values."""
+    shown = _readouts(explorer)
+    args = (explorer.get_attribute("data-current-collective"), float(explorer.get_attribute("data-current-message-bytes")),
+            int(explorer.get_attribute("data-current-n-ranks")), float(explorer.get_attribute("data-alpha-seconds") or 5e-6),
+            explorer.get_attribute("data-current-link"))
+    algorithm = explorer.get_attribute("data-current-algorithm")
+    cost = rl.collective_cost(*args, algorithm=algorithm)
+    crossover = rl.latency_crossover_bytes(args[0], args[2], args[3], args[4], algorithm)
+    for name, value in (("seconds", cost.seconds), ("latency_share", cost.latency_share),
+                        ("algorithm_bytes_per_s", cost.algorithm_bytes_per_s),
+                        ("bus_bytes_per_s", cost.bus_bytes_per_s), ("crossover_bytes", crossover),
+                        ("bytes_per_s", cost.bytes_per_s)):
+        assert math.isclose(float(shown[name][0]), value, rel_tol=1e-12), (name, shown[name], value)
+    _check_prefixed(shown["crossover_bytes"][1], "B", crossover)
+    assert _sig3_close(_leading_number(shown["bus_bytes_per_s"][1]), cost.bus_bytes_per_s / 1e9)
+    return {name: text for name, (_, text) in shown.items()}
+
+
 def _check_explorer(explorer) -> dict:
     """Compare every readout of one explorer with roofline_lib; return what it showed."""
     mode = explorer.get_attribute("data-mode")
     if mode == "flops":
         return _check_flop_shares(explorer)
+    if mode == "comms":
+        return _check_comms(explorer)
     gpu = explorer.get_attribute("data-current-gpu")
     precision = explorer.get_attribute("data-current-precision")
     spec = rl.gpu(gpu)

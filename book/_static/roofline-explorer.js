@@ -1087,6 +1087,9 @@
       var crossover = latencyCrossoverBytes(c, n, alpha, rec, a);
       host.setAttribute("data-current-message-bytes", String(size));
       host.setAttribute("data-current-n-ranks", String(n));
+      host.setAttribute("data-current-link", rec.key);
+      host.setAttribute("data-current-collective", c);
+      host.setAttribute("data-current-algorithm", a);
       sizeValue.textContent = prefixed(size, "B");
       ranks.output.textContent = grouped(n);
       show(out.link, rec.bytes_per_s, sig3(rec.bytes_per_s / 1e9) + " GB/s (" + rec.name + ")");
