@@ -2,6 +2,14 @@
 
 Each check names the parameter and its unit in the error, so a reader who types
 ``seconds=0`` learns what was expected instead of meeting a ZeroDivisionError.
+
+* :func:`_positive`, :func:`_positive_int`, :func:`_fraction`: a number of some unit. A bool is
+  never a number here (``True`` is not the whole number 1), nor is NaN or infinity.
+* :func:`_flag`: a bool and nothing else (``sparse="no"`` is not False).
+* :func:`_text`: a non-empty string.
+* :func:`_model_params`, :func:`_bytes_and_seconds`, :func:`_efficiency`: magnitudes no real
+  input has, refused with a hint about the unit that was probably meant.
+* :func:`_finite_result`: a result that overflowed to inf is an error, not an answer.
 """
 from __future__ import annotations
 
@@ -10,19 +18,41 @@ import numbers
 
 __all__: list[str] = []
 
+#: Smallest model the course accepts: a count under this is a count in millions or billions.
+MIN_MODEL_PARAMS = 1_000
+#: A kernel that moves under a kilobyte ...
+_TINY_BYTES = 1e3
+#: ... and takes over a second was measured in other units (MB and microseconds, say).
+_LONG_SECONDS = 1.0
+#: No real quantity of any unit the course uses comes near this (a frontier model's training run
+#: is about 1e26 FLOP); two or three of them multiplied stay far below float64's 1.8e308.
+_MAX_QUANTITY = 1e40
+#: Counts above this (2**63) overflow every array library and no real shape has them.
+_MAX_COUNT = 2**63
+#: Below this fraction of its roof, a kernel's numbers are in the wrong units, not slow.
+MIN_EFFICIENCY = 1e-6
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
 
 def _positive(value, name: str, unit: str, *, allow_zero: bool = False) -> float:
     """Return ``value`` as a float after checking it is a finite positive number.
 
     ``unit`` is spoken in the error, e.g. "seconds" or "FLOP".
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"{name} must be a number of {unit}, got {type(value).__name__} {value!r}"
-        )
-    x = float(value)
+    if not _is_number(value):
+        raise TypeError(f"{name} must be a number of {unit}, got {type(value).__name__} {value!r}")
+    try:
+        x = float(value)
+    except OverflowError:  # an int too large for a float
+        raise ValueError(f"{name} must be a finite number of {unit}, got {value!r}") from None
     if math.isnan(x) or math.isinf(x):
         raise ValueError(f"{name} must be a finite number of {unit}, got {value!r}")
+    if x > _MAX_QUANTITY:
+        raise ValueError(f"{name} must be at most {_MAX_QUANTITY:g} {unit}, got {value!r}: too large to be real, "
+                         "and products of it would overflow to inf")
     if x < 0 or (x == 0 and not allow_zero):
         kind = "non-negative" if allow_zero else "positive"
         raise ValueError(f"{name} must be a {kind} number of {unit}, got {value!r}")
@@ -30,15 +60,21 @@ def _positive(value, name: str, unit: str, *, allow_zero: bool = False) -> float
 
 
 def _positive_int(value, name: str, unit: str) -> int:
-    """Return ``value`` as an int after checking it is a whole number >= 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer() and value >= 1:
-            return int(value)
-        raise TypeError(
-            f"{name} must be a whole number of {unit}, got {type(value).__name__} {value!r}"
-        )
+    """Return ``value`` as an int after checking it is a whole number >= 1.
+
+    A float with no fractional part (``4096.0``) is accepted; a bool is not.
+    """
+    if not _is_number(value):
+        raise TypeError(f"{name} must be a whole number of {unit}, got {type(value).__name__} {value!r}")
+    if not isinstance(value, numbers.Integral):
+        x = _positive(value, name, unit)
+        if not x.is_integer():
+            raise TypeError(f"{name} must be a whole number of {unit}, got {type(value).__name__} {value!r}")
+        value = int(x)
     if value < 1:
         raise ValueError(f"{name} must be a positive whole number of {unit}, got {value!r}")
+    if value > _MAX_COUNT:
+        raise ValueError(f"{name} must be a whole number of {unit} below 2**63, got {value!r}: too large to be real")
     return int(value)
 
 
@@ -48,3 +84,67 @@ def _fraction(value, name: str, *, allow_zero: bool = False) -> float:
     if x > 1:
         raise ValueError(f"{name} must be a fraction between 0 and 1, got {value!r}")
     return x
+
+
+def _flag(value, name: str) -> bool:
+    """Return ``value`` if it is a bool; ``"no"``, 0 or None are refused, not read as False."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _text(value, name: str, what: str = "a name") -> str:
+    """Return ``value`` if it is a non-empty string; ``what`` says what kind of string."""
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"{name} must be {what} (a non-empty string), got {type(value).__name__} {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------- magnitudes
+
+
+def _model_params(value, name: str = "n_params") -> float:
+    """A model's parameter count: positive, finite, and at least :data:`MIN_MODEL_PARAMS`.
+
+    ``decode_roofline(70, ...)`` means 70 billion; the error says so instead of answering for a
+    model of 70 parameters.
+    """
+    n = _positive(value, name, "parameters")
+    if n < MIN_MODEL_PARAMS:
+        raise ValueError(
+            f"{name} must be a number of parameters (no real model has under {MIN_MODEL_PARAMS:,}), "
+            f"got {value!r}; for a 7B model pass 7e9 (not 7, which reads as seven parameters)"
+        )
+    return n
+
+
+def _bytes_and_seconds(bytes_moved: float, seconds: float, *, bytes_name: str = "bytes_moved",
+                       seconds_name: str = "seconds") -> None:
+    """Refuse a kernel that moves under 1 KB yet takes over 1 s: its units are mixed up.
+
+    ``kernel_verdict(1e9, 268, 90, ...)`` (268 MB and 90 us meant) would otherwise report an
+    efficiency of a few parts in a hundred million. Call after each value passed :func:`_positive`.
+    """
+    if bytes_moved < _TINY_BYTES and seconds > _LONG_SECONDS:
+        raise ValueError(
+            f"{bytes_name}={bytes_moved:g} bytes with {seconds_name}={seconds:g} seconds: no kernel moves "
+            f"under 1 KB in over a second, so the units are mixed up; give {bytes_name} in bytes (268 MB is 268e6) and "
+            f"{seconds_name} in seconds (90 us is 90e-6)"
+        )
+
+
+def _efficiency(value: float, name: str = "efficiency", *, inputs: str = "flops, bytes_moved and seconds") -> float:
+    """A fraction of a roof below :data:`MIN_EFFICIENCY` is a unit mistake in ``inputs``, not a slow kernel."""
+    if value < MIN_EFFICIENCY:
+        raise ValueError(
+            f"{name} would be {value:.2g} of the roof, below {MIN_EFFICIENCY:g}: no real kernel is that slow, "
+            f"so check the units of {inputs} (FLOP, bytes and seconds, not TFLOP, MB or microseconds)"
+        )
+    return value
+
+
+def _finite_result(value: float, what: str, inputs: str) -> float:
+    """Return ``value`` unless it overflowed to inf (or became NaN); the error names the inputs."""
+    if not math.isfinite(value):
+        raise ValueError(f"{what} overflows to {value!r}: {inputs} are too large to be real")
+    return value

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import _positive
+from ._checks import _bytes_and_seconds, _efficiency, _positive
 from .hardware import GPUSpec, as_gpu
 
 __all__ = [
@@ -198,10 +198,12 @@ class Roof:
         f = _positive(flops, "flops", "FLOP")
         b = _positive(bytes_moved, "bytes_moved", "bytes")
         t = _positive(seconds, "seconds", "seconds")
+        _bytes_and_seconds(b, t)  # under 1 KB in over 1 s: MB and microseconds were meant
         achieved_flops, achieved_bytes = f / t, b / t
         self.check(achieved_flops, achieved_bytes, tolerance=tolerance, what=what)
         intensity = f / b
         ceiling = self.attainable_flops_per_s(intensity)
+        _efficiency(achieved_flops / ceiling)
         return Verdict(
             roof=self,
             flops=f,

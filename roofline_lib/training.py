@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._checks import _fraction, _positive, _positive_int
+from ._checks import _finite_result, _fraction, _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
 from .roofline import ImplausibleMeasurement, Roof, check_plausible, kernel_verdict
 from .transformer import TransformerConfig, training_convention, training_flops_per_token
@@ -204,10 +204,10 @@ def training_bill(n_params, n_tokens, n_gpus, gpu, mfu, precision="bf16", conven
     if usd_per_gpu_hour is not None:
         price = _positive(usd_per_gpu_hour, "usd_per_gpu_hour", "US dollars per GPU-hour", allow_zero=True)
     per_token = _flops_per_token(n_params, convention, n_layers, d_model, seq_len, attention_dim)
-    total_flops = per_token * tokens
+    total_flops = _finite_result(per_token * tokens, "total_flops", "n_params and n_tokens")
     tokens_per_s = target * cards * spec.peak_flops_per_s(precision) / per_token
     seconds = tokens / tokens_per_s
-    gpu_hours = seconds * cards / 3600  # 3600 seconds per hour
+    gpu_hours = _finite_result(seconds * cards / 3600, "gpu_hours", "n_tokens and n_gpus")  # 3600 s per hour
     return TrainingBill(
         gpu=spec.name,
         n_gpus=cards,

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from types import MappingProxyType
 
-from ._checks import _positive, _positive_int
+from ._checks import _model_params, _positive, _positive_int
 from .ops import attention_flops, gemm_flops
 
 __all__ = [
@@ -486,7 +486,7 @@ def training_flops_per_token(n_params, n_layers=None, d_model=None, seq_len=None
     ``n_params`` should count is the caller's statement of convention: all parameters, the
     active ones of a mixture of experts, or non-embedding parameters. Report it beside any MFU.
     """
-    n = _positive(n_params, "n_params", "parameters")  # often a round figure such as 6.7e9
+    n = _model_params(n_params)  # often a round figure such as 6.7e9; 7 (for 7B) is refused
     key = training_convention(convention)
     shape = {}
     for name, value, unit in (("n_layers", n_layers, "layers"), ("d_model", d_model, "features"),
