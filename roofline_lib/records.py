@@ -150,6 +150,22 @@ def _agrees(stored: Mapping, key: str, computed: float, where: str) -> None:
         )
 
 
+def _stream_kernel(data: Mapping, where: str) -> str:
+    kernel = data.get("kernel", "copy")  # records written before the add joined the memory roof
+    if kernel not in ("copy", "add"):
+        raise RecordError(f"{where}.kernel must be 'copy' or 'add', got {kernel!r}")
+    return kernel
+
+
+def _failures(data: Mapping) -> Mapping[str, str]:
+    value = data.get("failures", {})
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and k and isinstance(v, str) and v.strip() for k, v in value.items()
+    ):
+        raise RecordError(f"failures must map each failed step to its error message, got {value!r}")
+    return MappingProxyType(dict(value))
+
+
 # --------------------------------------------------------------------------- record parts
 
 
@@ -211,18 +227,23 @@ class Provenance:
 
 @dataclass(frozen=True)
 class CopyMeasurement:
-    """A device-to-device copy of ``buffer_bytes``: read once, written once.
+    """The memory roof: the better of a copy and an add over buffers of ``buffer_bytes`` each.
 
-    ``seconds`` is the median time of one copy, ``best_seconds`` the fastest repetition.
+    ``kernel`` says which one set it (``measure.stream_readings``' definition): "copy" reads one
+    buffer and writes one, "add" reads two and writes one. ``seconds`` is the median time of
+    one call, ``best_seconds`` the fastest repetition.
     """
 
     buffer_bytes: float
     seconds: float
     best_seconds: float
     method: str
+    kernel: str = "copy"
 
     @property
     def bytes_moved(self) -> float:
+        if self.kernel == "add":
+            return 3 * self.buffer_bytes  # read a, read b, write c
         return 2 * self.buffer_bytes  # read the source + write the destination
 
     @property
@@ -243,6 +264,7 @@ class CopyMeasurement:
             seconds=_number(data, "seconds", where, "seconds"),
             best_seconds=_number(data, "best_seconds", where, "seconds"),
             method=_text(data, "method", where),
+            kernel=_stream_kernel(data, where),
         )
         if copy.best_seconds > copy.seconds:
             raise RecordError(f"{where}.best_seconds ({copy.best_seconds}) exceeds the median seconds ({copy.seconds})")
@@ -256,6 +278,7 @@ class CopyMeasurement:
             "seconds": self.seconds,
             "best_seconds": self.best_seconds,
             "method": self.method,
+            "kernel": self.kernel,
             "bytes_per_s": self.bytes_per_s,
             "best_bytes_per_s": self.best_bytes_per_s,
         }
@@ -550,7 +573,9 @@ class GPURecord:
     """One ``make gpu-check`` run on one GPU. ``gpu`` is the registry key (``"h200"``).
 
     ``gemm`` holds the bf16 sweep and, where the chip has fp8, the fp8 sweep. ``notebooks`` is
-    ``None`` only when the run was told to skip them (``--no-notebooks``).
+    ``None`` only when the run was told to skip them (``--no-notebooks``). ``failures`` maps
+    each step that failed (a demo kernel, an fp8 sweep) to its error, kept beside the valid
+    measurements instead of voiding them.
     """
 
     gpu: str
@@ -560,6 +585,7 @@ class GPURecord:
     kernels: tuple[KernelMeasurement, ...]
     notebooks: NotebookRun | None = None
     schema_version: int = SCHEMA_VERSION
+    failures: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def spec(self) -> GPUSpec:
@@ -617,6 +643,7 @@ class GPURecord:
             "gemm": [g.to_dict() for g in self.gemm],
             "kernels": [k.to_dict() for k in self.kernels],
             "notebooks": None if self.notebooks is None else self.notebooks.to_dict(),
+            "failures": dict(self.failures),
         }
 
     def check(self) -> None:
@@ -679,7 +706,7 @@ def validate_record(data: Mapping) -> GPURecord:
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise RecordError(f"schema_version must be {SCHEMA_VERSION}, got {version!r}")
-    unknown = set(data) - {"schema_version", "gpu", "provenance", "copy", "gemm", "kernels", "notebooks"}
+    unknown = set(data) - {"schema_version", "gpu", "provenance", "copy", "gemm", "kernels", "notebooks", "failures"}
     if unknown:
         raise RecordError(f"unknown field(s) in the record: {', '.join(sorted(unknown))}")
     key = data.get("gpu")
@@ -713,6 +740,7 @@ def validate_record(data: Mapping) -> GPURecord:
         gemm=tuple(GemmMeasurement.from_dict(g, f"gemm[{i}]") for i, g in enumerate(gemm)),
         kernels=tuple(KernelMeasurement.from_dict(k, f"kernels[{i}]") for i, k in enumerate(kernels)),
         notebooks=None if notebooks is None else NotebookRun.from_dict(_mapping(data, "notebooks", "record")),
+        failures=_failures(data),
     )
     record.check()
     return record
@@ -866,41 +894,48 @@ class Target:
 def check_targets(record: GPURecord) -> tuple[Target, ...]:
     """The targets the course sets for a run (met or missed; reported, never enforced).
 
-    * copy bandwidth >= 90 % of the datasheet HBM bandwidth;
+    One statistic on both sides of every target: the **best** repetition (the fastest of the
+    timed calls), because a roof is the fastest the machine showed, and a median measured
+    against a best (or against a datasheet peak) judges a healthy GPU as a miss.
+
+    * best memory-roof bandwidth >= 90 % of the datasheet HBM bandwidth;
     * best bf16 GEMM >= 80 % of the datasheet dense bf16 peak;
-    * each fused kernel (every kernel but ``copy``) >= 90 % of the measured copy bandwidth;
-    * each memory-bound kernel's measured time within 15 % of its prediction.
+    * each fused kernel's (every kernel but ``copy``) best bandwidth >= 90 % of the best measured
+      memory roof;
+    * each memory-bound kernel's best time within 15 % of its prediction (made from that roof).
     """
     spec = record.spec
     out = []
-    copy_fraction = record.copy.bytes_per_s / spec.hbm_bytes_per_s
+    roof = record.copy.best_bytes_per_s
+    copy_fraction = roof / spec.hbm_bytes_per_s
     out.append(Target(
         "copy bandwidth", copy_fraction, _COPY_TARGET, copy_fraction >= _COPY_TARGET,
-        f"{record.copy.bytes_per_s / 1e12:.3g} TB/s = {copy_fraction:.1%} of the datasheet "
+        f"{roof / 1e12:.3g} TB/s best ({record.copy.kernel}) = {copy_fraction:.1%} of the datasheet "
         f"{spec.hbm_bytes_per_s / 1e12:.3g} TB/s (target {_COPY_TARGET:.0%})",
     ))
     gemm = record.best_gemm("bf16")
     peak = spec.peak_flops_per_s("bf16")
-    gemm_fraction = gemm.flops_per_s / peak
+    gemm_fraction = gemm.best_flops_per_s / peak
     out.append(Target(
         "bf16 GEMM", gemm_fraction, _GEMM_TARGET, gemm_fraction >= _GEMM_TARGET,
-        f"{gemm.flops_per_s / 1e12:.4g} TFLOP/s at {gemm.m}x{gemm.n}x{gemm.k} = {gemm_fraction:.1%} of "
-        f"the dense {peak / 1e12:.4g} TFLOP/s (target {_GEMM_TARGET:.0%})",
+        f"{gemm.best_flops_per_s / 1e12:.4g} TFLOP/s best at {gemm.m}x{gemm.n}x{gemm.k} = {gemm_fraction:.1%} "
+        f"of the dense {peak / 1e12:.4g} TFLOP/s (target {_GEMM_TARGET:.0%})",
     ))
     for k in record.kernels:
+        best_rate = k.bytes_moved / k.best_seconds
         if k.name != "copy":
-            fraction = k.achieved_bytes_per_s / record.copy.best_bytes_per_s
+            fraction = best_rate / roof
             out.append(Target(
                 f"{k.name} bandwidth", fraction, _FUSED_TARGET, fraction >= _FUSED_TARGET,
-                f"{k.achieved_bytes_per_s / 1e12:.3g} TB/s = {fraction:.1%} of the measured copy "
-                f"{record.copy.best_bytes_per_s / 1e12:.3g} TB/s (target {_FUSED_TARGET:.0%})",
+                f"{best_rate / 1e12:.3g} TB/s best = {fraction:.1%} of the best measured memory roof "
+                f"{roof / 1e12:.3g} TB/s (target {_FUSED_TARGET:.0%})",
             ))
         ridge = ridge_point(spec, k.compute_precision)
         if k.intensity < ridge:
-            error = k.prediction_error
+            error = (k.best_seconds - k.predicted_seconds) / k.predicted_seconds
             out.append(Target(
                 f"{k.name} prediction", abs(error), _PREDICTION_BAND, abs(error) <= _PREDICTION_BAND,
-                f"measured {k.seconds * 1e6:.4g} us vs predicted {k.predicted_seconds * 1e6:.4g} us "
+                f"best {k.best_seconds * 1e6:.4g} us vs predicted {k.predicted_seconds * 1e6:.4g} us "
                 f"({error:+.1%}; band +/-{_PREDICTION_BAND:.0%})",
             ))
     return tuple(out)
