@@ -606,7 +606,8 @@ def _worker_main(argv=None) -> None:
 
     torch.set_num_threads(1)
     timeout = datetime.timedelta(seconds=cfg["timeout_s"])
-    store = dist.TCPStore("127.0.0.1", cfg["port"], n_ranks, is_master=False, timeout=timeout)
+    store = dist.FileStore(cfg["store_path"], n_ranks)  # rendezvous through a file: no listening port
+    store.set_timeout(timeout)
     dist.init_process_group(backend, store=store, rank=rank, world_size=n_ranks, timeout=timeout)
     device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
     if backend == "nccl":  # pragma: no cover - needs several GPUs
@@ -616,7 +617,18 @@ def _worker_main(argv=None) -> None:
         if backend == "nccl":  # pragma: no cover
             torch.cuda.synchronize(device)
 
-    rows = []
+    def timed(call, iters: int) -> float:
+        """Seconds per call of ``iters`` calls, as the slowest rank saw them."""
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(iters):
+            call()
+        sync()
+        elapsed = torch.tensor([(time.perf_counter() - start) / iters], dtype=torch.float64)
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # a collective ends with its slowest rank
+        return float(elapsed)
+
+    cases = []  # (name, bytes, call, calls per repeat)
     for name in cfg["collectives"]:
         for size in cfg["sizes"]:
             n_elem = size // 4  # float32
@@ -629,25 +641,13 @@ def _worker_main(argv=None) -> None:
                 call = lambda out=out, chunk=chunk: dist.all_gather_into_tensor(out, chunk)
             for _ in range(3):  # warm up: the first calls set up buffers and connections
                 call()
-            sync()
-            dist.barrier()
-            start = time.perf_counter()
-            call()
-            sync()
-            once = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
-            dist.all_reduce(once, op=dist.ReduceOp.MAX)  # every rank agrees on the call count
-            iters = max(1, min(1000, int(cfg["budget_s"] / max(float(once), 1e-7))))
-            per_call = []
-            for _ in range(cfg["repeats"]):
-                dist.barrier()
-                start = time.perf_counter()
-                for _ in range(iters):
-                    call()
-                sync()
-                elapsed = torch.tensor([(time.perf_counter() - start) / iters], dtype=torch.float64)
-                dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # a collective ends with its slowest rank
-                per_call.append(float(elapsed))
-            rows.append([name, int(n_elem * 4), per_call])
+            once = timed(call, 1)  # every rank agrees on the call count: the slowest rank's view
+            cases.append((name, int(n_elem * 4), call, max(1, min(1000, int(cfg["budget_s"] / max(once, 1e-7))))))
+    per_call = [[] for _ in cases]
+    for _ in range(cfg["repeats"]):  # round-robin: a burst of noise spoils one repeat of a size, not all
+        for i, (_, _, call, iters) in enumerate(cases):
+            per_call[i].append(timed(call, iters))
+    rows = [[name, size, times] for (name, size, _, _), times in zip(cases, per_call)]
     dist.barrier()
     dist.destroy_process_group()
     if rank == 0:
@@ -660,22 +660,23 @@ def measure_collectives(n_ranks: int = 2, message_bytes: Sequence[int] = _DEFAUL
                         timeout_s: float = 60.0) -> CollectiveMeasurement:
     """Time all-reduce and all-gather on ``n_ranks`` local processes with torch.distributed.
 
-    Every process talks to the others over 127.0.0.1 only: the rendezvous is a TCPStore that
-    this process opens on a free port the operating system picks, and gloo's sockets are bound
-    to the loopback interface. ``backend="auto"`` is NCCL on tensors on ``cuda:rank`` when this
+    Every process talks to the others over 127.0.0.1 only: the rendezvous is a file in a fresh
+    temporary folder (so nothing listens on a network port for it), and gloo's sockets are bound
+    to the loopback interface, on free ports the operating system picks. ``backend="auto"`` is NCCL on tensors on ``cuda:rank`` when this
     machine has at least ``n_ranks`` GPUs, otherwise gloo on CPU tensors. Sizes are float32
     buffers of ``message_bytes`` (a multiple of ``4 * n_ranks``). Every worker is joined within
     ``timeout_s`` seconds or killed; none outlives the call. Takes a few seconds on CPU.
     """
+    import inspect
     import json
     import os
+    import shutil
     import subprocess
     import sys
+    import tempfile
     import time
-    from datetime import timedelta
 
     import torch
-    import torch.distributed as dist
 
     n = _positive_int(n_ranks, "n_ranks", "processes")
     if not 2 <= n <= 8:
@@ -699,44 +700,49 @@ def measure_collectives(n_ranks: int = 2, message_bytes: Sequence[int] = _DEFAUL
     if backend not in ("gloo", "nccl"):
         raise ValueError(f"backend must be 'auto', 'gloo' or 'nccl', got {backend!r}")
 
-    # The master store lives in this process, on a port the OS picks: no race for a port number.
-    store = dist.TCPStore("127.0.0.1", 0, n + 1, is_master=True, timeout=timedelta(seconds=timeout),
-                          wait_for_workers=False)
+    # Rendezvous through a file in a fresh temporary folder (a TCPStore would listen on every
+    # interface); the ranks' own gloo sockets take free ports on the loopback interface.
+    folder = tempfile.mkdtemp(prefix="roofline-comms-")
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", OMP_NUM_THREADS="1")
     loopback = _loopback_interface()
     if loopback:
         env["GLOO_SOCKET_IFNAME"] = loopback  # gloo's pair sockets on 127.0.0.1 only
-    import inspect
-
     code = inspect.getsource(_worker_main) + "\n_worker_main()\n"  # the worker needs no roofline_lib
-    procs = []
+
+    def log(rank: int, kind: str) -> str:
+        return os.path.join(folder, f"rank{rank}.{kind}")
+
+    procs: list = []
     started = time.perf_counter()
     deadline = time.monotonic() + timeout
     try:
         for rank in range(n):
-            cfg = {"rank": rank, "n_ranks": n, "port": store.port, "backend": backend, "collectives": names,
-                   "sizes": sizes, "repeats": reps, "budget_s": budget, "timeout_s": timeout}
-            procs.append(subprocess.Popen([sys.executable, "-c", code, json.dumps(cfg)], env=env,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        outputs = []
+            cfg = {"rank": rank, "n_ranks": n, "store_path": os.path.join(folder, "store"), "backend": backend,
+                   "collectives": names, "sizes": sizes, "repeats": reps, "budget_s": budget, "timeout_s": timeout}
+            # output to files, not pipes: a rank that writes much can never block on a full pipe
+            with open(log(rank, "out"), "w") as out, open(log(rank, "err"), "w") as err:
+                procs.append(subprocess.Popen([sys.executable, "-c", code, json.dumps(cfg)], env=env,
+                                              stdout=out, stderr=err, stdin=subprocess.DEVNULL))
         for rank, p in enumerate(procs):
             try:
-                out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 raise TimeoutError(f"rank {rank} of {n} did not finish within timeout_s = {timeout:g} seconds") from None
             if p.returncode != 0:
-                raise RuntimeError(f"rank {rank} of {n} failed (exit {p.returncode}): {err.strip()[-2000:]}")
-            outputs.append(out)
+                with open(log(rank, "err")) as err:
+                    raise RuntimeError(f"rank {rank} of {n} failed (exit {p.returncode}): {err.read()[-2000:]}")
+        with open(log(0, "out")) as out:
+            printed = out.read()
     finally:
         for p in procs:  # none outlives the call: kill what is left, then reap it
             if p.poll() is None:
                 p.kill()
             try:
-                p.communicate(timeout=5)
-            except (subprocess.TimeoutExpired, ValueError):  # pragma: no cover
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover
                 pass
-        del store
-    payload = json.loads(outputs[0].strip().splitlines()[-1])
+        shutil.rmtree(folder, ignore_errors=True)
+    payload = json.loads(printed.strip().splitlines()[-1])
     wall = time.perf_counter() - started
     timings = tuple(
         CollectiveTiming(collective=name, n_ranks=n, message_bytes=size, seconds=float(min(per_call)),
