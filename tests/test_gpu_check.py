@@ -23,7 +23,7 @@ from roofline_lib.records import CopyMeasurement, KernelMeasurement, RecordError
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fakegpu"
 sys.path.insert(0, str(FAKE))
-import fake_cuda  # noqa: E402
+import fake_cuda
 
 DRIVER = "570.86.15"  # what tests/fakegpu/bin/nvidia-smi reports for both GPUs
 
@@ -75,7 +75,7 @@ def test_a_valid_record_in_every_nvidia_smi_shape(gpu_check, fake_h200, tmp_path
     monkeypatch.setenv("FAKE_SMI_SHAPE", shape)
     if shape == "missing":
         monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # nothing on PATH, nvidia-smi least of all
-    code, data, err = _run(gpu_check, tmp_path, capsys)
+    code, _, err = _run(gpu_check, tmp_path, capsys)
     record = records.load_record(tmp_path / "h200.json")  # validates schema, provenance and every rate
     assert record.provenance.driver.startswith(driver)  # "unknown (supports CUDA x.y)" counts as unknown
     assert record.provenance.clocks.get("sm_mhz") == sm_mhz
@@ -128,7 +128,7 @@ def _kernel_row(name: str) -> KernelMeasurement:
 
 
 def test_a_failing_demo_is_recorded_beside_the_valid_ones(gpu_check, fake_h200, tmp_path, capsys, monkeypatch):
-    import roofline_lib.kernels as kernels
+    from roofline_lib import kernels
 
     def run_demo(name, spec, *, bytes_per_s=None):
         if name == "bias_gelu":
@@ -139,7 +139,7 @@ def test_a_failing_demo_is_recorded_beside_the_valid_ones(gpu_check, fake_h200, 
 
     monkeypatch.setattr(kernels, "run_demo", run_demo)
     monkeypatch.setenv("FAKE_SMI_SHAPE", "normal")
-    code, data, err = _run(gpu_check, tmp_path, capsys)
+    code, _, err = _run(gpu_check, tmp_path, capsys)
     record = records.load_record(tmp_path / "h200.json")
     assert [k.name for k in record.kernels] == ["copy"]  # the demo that worked is kept
     assert record.failures == {

@@ -1,0 +1,127 @@
+"""The GPU path without a GPU: the chapters and exercises on a simulated H200 (tests/fakegpu).
+
+The fast tests here check the fake itself and the library's device rules under it. The
+notebook run, every chapter and exercise under nbval with the fake in each kernel, takes about
+a minute and runs under `make fake-gpu` (ROOFLINE_FAKE_GPU_NOTEBOOKS=1).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from roofline_lib import diagnose, measure, records
+from roofline_lib.hardware import gpu
+from roofline_lib.roofline import check_plausible
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKE = ROOT / "tests" / "fakegpu"
+sys.path.insert(0, str(FAKE))
+import fake_cuda
+
+NOTEBOOK_DIRS = ("notebooks", "exercises")
+
+
+def _fake_env(**extra) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(FAKE), fake_cuda.ENV: "h200",
+           "PATH": f"{FAKE / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
+    for name in ("TRITON_INTERPRET", "CUDA_VISIBLE_DEVICES", records.REQUIRE_GPU_ENV):
+        env.pop(name, None)
+    return env
+
+
+def test_the_fake_is_inert_unless_its_variable_is_set():
+    probe = "import torch, roofline_lib.measure as m; print(torch.cuda.is_available(), m._time_cuda.__module__)"
+    env = _fake_env()
+    env.pop(fake_cuda.ENV)
+    off = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert off.stdout.split() == ["False", "roofline_lib.measure"], off.stderr
+    on = subprocess.run([sys.executable, "-c", probe], env=_fake_env(), capture_output=True, text=True,
+                        timeout=120, check=False)
+    assert on.stdout.split() == ["True", "fake_cuda"], on.stderr
+
+
+def test_the_fake_h200_gives_figures_its_datasheet_allows():
+    h200 = gpu("h200")
+    with fake_cuda.patched():
+        assert measure.has_cuda() and records.live_gpu()
+        roofs = measure.measure_ceilings(seconds=2.0, device="cuda")
+    # 92 % of 4.8 TB/s = 4.42 TB/s; 82 % of 989.5 TFLOP/s = 811 TFLOP/s at 8192^3
+    assert roofs.bytes_per_s == pytest.approx(0.92 * h200.hbm_bytes_per_s, rel=1e-9)
+    assert roofs.flops_per_s == pytest.approx(0.82 * h200.peak_flops_per_s("bf16"), rel=1e-9)
+    assert (roofs.device, roofs.device_name, roofs.matmul_n, roofs.label) == ("cuda", "NVIDIA H200", 8192,
+                                                                              "NVIDIA H200 (GPU)")
+    check_plausible(roofs.flops_per_s, roofs.bytes_per_s, h200, "bf16", what="the fake H200")  # raises if not
+    assert not torch.cuda.is_available() or measure.has_cuda()  # restored after the block
+
+
+def test_chapter_6_can_ask_a_gpu_for_its_own_matmul_size_again():
+    # The defect: the GPU reading came back with matmul_n = 8192, and asking for 8192 again raised
+    # because the limit (4096) was the CPU's whatever the device.
+    sizes = []
+
+    def timed(n, precision):
+        sizes.append(n)
+        return fake_cuda.fake_matmul_timing(n, precision)
+
+    with fake_cuda.patched():
+        first = measure.measure_ceilings(seconds=2.0, device="cuda")
+        again = measure.measure_ceilings(seconds=1.5, device="cuda", matmul_n=first.matmul_n)
+        measure._cuda_matmul_timing = timed  # restored with the rest when the block ends
+        measure.measure_ceilings(seconds=1.5, device="cuda", matmul_n=16384)
+        with pytest.raises(ValueError, match="at most 32768 rows on GPU"):
+            measure.measure_ceilings(seconds=1.5, device="cuda", matmul_n=65536)
+    assert first.matmul_n == again.matmul_n == 8192
+    assert sizes == [8192, 16384]  # the default size, and the caller's
+
+
+def test_cpu_work_stays_on_the_cpu_and_is_timed_there_on_a_gpu_machine():
+    x = torch.ones(1000)
+    with fake_cuda.patched():
+        t = measure.time_fn(lambda: x + x, device="cpu", warmup=1, reps=5)
+        y = torch.ones(3, device="cuda")  # asked for the GPU: the fake makes it on the CPU
+    assert x.device.type == "cpu" and y.device.type == "cpu"
+    assert t.device == "cpu" and t.method.startswith("CPU time.perf_counter")  # not the fake's GPU timer
+
+
+def test_profiling_cpu_work_never_waits_on_the_gpu(monkeypatch):
+    synced = []
+    with fake_cuda.patched():
+        monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synced.append(device))
+        diagnose.profile_run(lambda: torch.ones(4) + 1, device="cpu", warmup=1, calls=2)
+        assert synced == []  # CPU work: no GPU sync, no CUDA activity
+        diagnose.profile_run(lambda: torch.ones(4) + 1, device="cuda", warmup=1, calls=2)
+        assert len(synced) == 2  # after the warm-up, and before the clock stops
+        with pytest.raises(TypeError, match="device must be named"):
+            diagnose.profile_run(lambda: None)
+
+
+def _notebooks() -> list[str]:
+    return [str(p.relative_to(ROOT)) for d in NOTEBOOK_DIRS for p in sorted((ROOT / d).glob("*.md"))]
+
+
+@pytest.mark.skipif(os.environ.get("ROOFLINE_FAKE_GPU_NOTEBOOKS") != "1",
+                    reason="runs every chapter and exercise on the fake GPU (about a minute): `make fake-gpu`")
+def test_every_chapter_and_exercise_passes_on_a_fake_h200(tmp_path):
+    log = tmp_path / "fake-gpu.jsonl"
+    notebooks = _notebooks()
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
+           "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", *notebooks]
+    done = subprocess.run(cmd, cwd=ROOT, env=_fake_env(**{fake_cuda.LOG_ENV: str(log)}), capture_output=True,
+                          text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-6000:]
+    events = fake_cuda.read_log(log)
+    kernels = {e["pid"] for e in events if e["event"] == "installed"} - {None}
+    assert len(kernels) >= len(notebooks)  # the fake was live in every notebook's kernel (and in pytest)
+    gpu_work = [e for e in events if e["event"] in ("cuda_matmul", "cuda_stream", "cuda_time_fn")]
+    assert gpu_work, "no cell took its GPU path: the fake did not reach the kernels"
+    judged = [e for e in events if e["event"] == "judged"]
+    assert judged, "no measurement was judged against any roof"
+    against_gpu = [e for e in judged if e["roofs"] == "cuda"]
+    assert against_gpu == [], f"work judged against a GPU's measured roofs: {against_gpu}"
+    assert all(e["timed_on"] in (None, e["roofs"]) for e in judged)
