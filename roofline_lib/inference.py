@@ -611,10 +611,13 @@ def decode_flops_per_token(cfg, context_len=None) -> float:
     The new query attends to every cached key (no mask to skip), so the scores are the
     full-square count at ``seq_len = context_len``; without a context there are none.
     """
+    if not isinstance(cfg, TransformerConfig):
+        raise TypeError(f"cfg must be a TransformerConfig (rl.model_config('llama-3-8b')), got {type(cfg).__name__}")
     if context_len is None:
         f = cfg.flops_per_token(causal=False, seq_len=1)
         return f.fwd_per_token - f.scores_total
-    return cfg.flops_per_token(causal=False, seq_len=context_len).fwd_per_token
+    keys = _positive_int(context_len, "context_len", "tokens")
+    return cfg.flops_per_token(causal=False, seq_len=keys).fwd_per_token
 
 
 @dataclass(frozen=True)
