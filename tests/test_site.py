@@ -418,9 +418,10 @@ def _check_explorer(explorer) -> dict:
         return _check_mfu(explorer, spec, precision)
     shown = _readouts(explorer)
     if mode == "decode":
-        n_params = float(explorer.locator("select[name=n_params]").input_value())
+        choice = explorer.locator("select[name=n_params]").input_value()  # "7e9" or "model:<key>"
+        model = rl.model_config(choice[len("model:"):]) if choice.startswith("model:") else float(choice)
         batch = int(explorer.locator("output").inner_text())
-        d = rl.decode_roofline(n_params, gpu, bytes_per_param=rl.bytes_per_element(precision),
+        d = rl.decode_roofline(model, gpu, bytes_per_param=rl.bytes_per_element(precision),
                                precision=precision, batch=batch)
         expected = {
             "weight_bytes": (d.weight_bytes, 1e9),  # shown in GB
