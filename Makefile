@@ -1,6 +1,8 @@
 # The Roofline Course. Quick start: `make book`, then `make test`. See README.md.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
+# The parts of `test` run one after the other (site-test reads what build-strict wrote).
+.NOTPARALLEL:
 
 PYTHON_BOOT ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
@@ -9,16 +11,26 @@ STAMP  := $(VENV)/.installed
 BUILD  := _build/html
 JB_STRICT := --all -W -n --keep-going
 
-.PHONY: help install browser book test unit nbval build-strict site-test lab-test record lab serve grade gpu-check clean
+.PHONY: help install lock browser book test lint unit nbval build-strict site-test lab-test record lab serve grade gpu-check fake-gpu clean
 
 help:
-	@echo "make book     install if needed, execute every notebook, build the site into $(BUILD)"
-	@echo "make test     install if needed, then unit tests + nbval over every notebook + strict book build"
-	@echo "              + the site in a real browser with no network (installs Debian's chromium if missing)"
-	@echo "make lab      open the course in JupyterLab: chapters and exercises open as notebooks"
-	@echo "make serve    serve the built site on http://127.0.0.1:8000"
-	@echo "make grade    grade your answers in exercises/"
-	@echo "make clean    remove the build and the notebook execution cache"
+	@echo "make book        install if needed, execute every chapter, build the site into $(BUILD)"
+	@echo "make test        install if needed, then every part below, in this order:"
+	@echo "  make lint        ruff (lint and format check) and actionlint (the workflows)"
+	@echo "  make unit        the library's tests (pytest tests/, CPU only)"
+	@echo "  make nbval       the solutions re-executed, and strict nbval against tests/records/"
+	@echo "  make build-strict  the book built with every chapter and exercise executed once;"
+	@echo "                   any warning, broken reference or failing cell fails"
+	@echo "  make site-test   the built site in chromium with no network"
+	@echo "  make lab-test    a chapter and an exercise run in JupyterLab, in chromium"
+	@echo "                   (site-test and lab-test install Debian's chromium if it is missing)"
+	@echo "make lab         open the course in JupyterLab: chapters and exercises open as notebooks"
+	@echo "make serve       serve the built site on http://127.0.0.1:8000"
+	@echo "make grade       grade your answers in exercises/"
+	@echo "make record      re-write the strict nbval records in tests/records/"
+	@echo "make lock        regenerate requirements.txt from requirements.in (pip-compile)"
+	@echo "make gpu-check   on a CUDA machine: measure its roofs and write a record"
+	@echo "make clean       remove the build"
 
 $(PY):
 	@echo "==> creating $(VENV) with $(PYTHON_BOOT)"
@@ -41,6 +53,14 @@ $(LAB_SETTINGS): lab/overrides.json | $(STAMP)
 
 install: $(STAMP) $(LAB_SETTINGS)
 
+# requirements.txt is generated from requirements.in: edit the short list, then run this.
+# torch is pinned without a local version, so the CPU build (2.13.0+cpu) and the CUDA build
+# both satisfy the lock; the lock names no package index.
+lock: | $(PY)
+	CUSTOM_COMPILE_COMMAND="make lock" $(VENV)/bin/pip-compile --quiet --no-emit-index-url --no-emit-trusted-host --no-emit-find-links \
+	  --strip-extras --output-file requirements.txt requirements.in
+	sed -i 's/^torch==\([0-9.]*\)+[a-z0-9]*/torch==\1/' requirements.txt
+
 # The site test drives Debian's chromium through the playwright package (pinned in
 # requirements.txt); it never downloads a browser of its own (no `playwright install`).
 CHROMIUM_APT := DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
@@ -55,30 +75,42 @@ book: $(STAMP)
 	@echo
 	@echo "==> The site is built. Open $(CURDIR)/$(BUILD)/index.html in a browser, or run 'make serve'."
 
+# ---------------------------------------------------------------- the parts of `make test`
+# Each part is a target of its own; `test` only lists them. Every chapter and exercise is
+# executed once per run, by the strict build; nbval executes what the book does not (the
+# solutions) and the chapters that have a strict reference record.
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/actionlint
+
 unit: $(STAMP)
 	$(PY) -m pytest tests -q --ignore=tests/test_site.py --ignore=tests/test_lab.py
 
+# Chapters with a reference record in tests/records/ are compared output by output.
+RECORDED := $(patsubst tests/records/%.ipynb,%.md,$(shell find tests/records -name '*.ipynb' 2>/dev/null))
+NBVAL := $(PY) -m pytest --nbval-current-env -q
 nbval: $(STAMP)
-	$(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -q notebooks exercises solutions
+	$(NBVAL) --nbval-lax solutions
+	$(if $(RECORDED),$(NBVAL) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(RECORDED))
 
 build-strict: $(STAMP)
 	$(VENV)/bin/jupyter-book build . $(JB_STRICT)
 
 # The built site in chromium, offline: needs _build/html (make book or make build-strict first).
 site-test: $(STAMP) browser
+	@test -f $(BUILD)/index.html || { echo "no site yet: run 'make build-strict' or 'make book' first"; exit 2; }
 	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_site.py -q
 
-test: $(STAMP) $(LAB_SETTINGS) browser
-	@echo "==> 1/5 unit tests"
-	$(PY) -m pytest tests -q --ignore=tests/test_site.py --ignore=tests/test_lab.py
-	@echo "==> 2/5 nbval over every notebook"
-	$(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -q notebooks exercises solutions
-	@echo "==> 3/5 strict book build (any warning or failing cell fails)"
-	$(VENV)/bin/jupyter-book build . $(JB_STRICT)
-	@echo "==> 4/5 the built site in chromium, with every request to another host refused"
-	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_site.py -q
-	@echo "==> 5/5 a chapter and an exercise in JupyterLab, in chromium: Run All, numbers as on the site"
+# JupyterLab in chromium: a chapter and an exercise open as notebooks, run, and show the site's numbers.
+lab-test: $(STAMP) $(LAB_SETTINGS) browser
 	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_lab.py -q
+
+# The parts in order (site-test reads the site build-strict wrote); run serially.
+TEST_PARTS := lint unit nbval build-strict site-test lab-test
+test: $(TEST_PARTS)
+	@echo "==> make test: all parts passed ($(TEST_PARTS))"
 
 # Re-write the reference records that strict nbval compares against (after changing such a notebook).
 record: $(STAMP)
@@ -88,10 +120,6 @@ record: $(STAMP)
 # The chapters (notebooks/), the exercises (exercises/) in JupyterLab, from the repository root.
 lab: $(STAMP) $(LAB_SETTINGS)
 	$(VENV)/bin/jupyter lab
-
-# JupyterLab in chromium: a chapter and an exercise open as notebooks, run, and show the site's numbers.
-lab-test: $(STAMP) $(LAB_SETTINGS) browser
-	$(PY) -m pytest tests/test_lab.py -q
 
 
 serve: $(STAMP)
@@ -105,6 +133,11 @@ grade: $(STAMP)
 # demos, and write book/data/measurements/<gpu>.json (exit 2 with a reason where there is no GPU).
 gpu-check: $(STAMP)
 	$(PY) tools/gpu_check.py
+
+# The GPU path without a GPU: every chapter and exercise under nbval with a simulated H200 in each
+# kernel (tests/fakegpu, inert unless ROOFLINE_FAKE_GPU is set); no CPU work may meet a GPU roof.
+fake-gpu: $(STAMP)
+	ROOFLINE_FAKE_GPU_NOTEBOOKS=1 $(PY) -m pytest tests/test_fake_gpu.py -q -k every_chapter
 
 clean:
 	rm -rf _build .jupyter_cache

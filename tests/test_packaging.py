@@ -1,0 +1,62 @@
+"""The package's metadata and the lock: what a fresh machine installs, and what the math needs."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_BLOCK_HEAVY = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in {'torch', 'triton', 'matplotlib', 'ipywidgets'}:
+            raise ImportError('blocked: ' + name)
+sys.meta_path.insert(0, Block())
+import roofline_lib as rl
+from roofline_lib import records
+print(rl.decode_roofline(7e9, 'H100').tokens_per_s > 0)
+"""
+
+
+def test_the_math_imports_without_torch_matplotlib_or_ipywidgets():
+    # pyproject's core dependencies are numpy alone; the rest are extras
+    done = subprocess.run([sys.executable, "-c", _BLOCK_HEAVY], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+
+
+def test_pyproject_extras_name_what_each_group_imports():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert [d.split(">")[0] for d in meta["dependencies"]] == ["numpy"]
+    extras = meta["optional-dependencies"]
+    assert any(d.startswith("torch") for d in extras["measure"])
+    assert {d.split(">")[0] for d in extras["kernels"]} >= {"torch", "triton"}
+    assert any(d.startswith("matplotlib") for d in extras["book"])
+
+
+def _pins(text: str) -> dict[str, str]:
+    pins = {}
+    for line in text.splitlines():
+        line = line.split("#")[0].strip()
+        if "==" in line:
+            name, version = line.split("==", 1)
+            pins[re.sub(r"[-_.]+", "-", name.lower())] = version
+    return pins
+
+
+def test_the_lock_pins_every_direct_dependency_and_names_no_host():
+    lock = (ROOT / "requirements.txt").read_text()
+    direct = (ROOT / "requirements.in").read_text()
+    pins = _pins(lock)
+    for line in direct.splitlines():
+        name = re.split(r"[=<>\[ ]", line.split("#")[0].strip())[0]
+        if name:
+            assert re.sub(r"[-_.]+", "-", name.lower()) in pins, f"{name} is in requirements.in but not locked"
+    # the CPU build (2.13.0+cpu) and the CUDA build both satisfy a pin with no local version
+    assert pins["torch"] == "2.13.0"
+    assert "--index-url" not in lock and "--find-links" not in lock and "://" not in lock
+    assert "make lock" in lock  # the header says how it was made
