@@ -1,177 +1,312 @@
-"""The playbook's triage as code: read a profile and say compute-, memory- or overhead-bound.
+"""The playbook's triage as code: read a profile, place its time on the roofline, name the regime.
 
-A profile is a list of operations, each with a name, a number of calls and the time spent
-inside it (its *self* time: without the operations it called, so nothing is counted twice).
-:func:`diagnose` sorts that time into four buckets and names the largest of the first three:
+Every second of a profile is put in one of four piles by the rules in :data:`TRIAGE_RULES`, in
+order; the chapter draws the same rules as a decision tree (:func:`plot_triage`):
 
-* **compute** -- matrix-multiply-like operations (``mm``, ``addmm``, ``bmm``, ``linear``,
-  convolutions, attention kernels; on a GPU the ``gemm``/``cutlass``/``flash`` kernels).
-* **memory** -- element-wise, normalisation, softmax, reduction and copy operations: a few
-  FLOPs per byte, far below any ridge point.
-* **overhead** -- time that moves neither roof: calls shorter than ``tiny_call_seconds`` each
-  (their time is the framework's fixed cost per call, not the work), operations that only
-  re-describe memory (``view``, ``transpose``, ``expand``...), host-side ranges (the profiler's
-  ``ProfilerStep#`` and ``record_function`` ranges, autograd's own bookkeeping), communication
-  (``c10d::``, NCCL kernels: the playbook's "overhead or comms" branch), and, when
-  ``wall_seconds`` is given, the wall-clock time that no operation accounts for (Python between
-  calls on a CPU; an idle GPU between kernels).
-* **other** -- calls long enough to matter that the classifier does not recognise. They do not
-  vote; an evidence line names them, and ``classify=`` lets you name them yourself.
+1. time the device sat idle -- gaps between kernels on a GPU timeline, wall-clock time outside
+   every op on a CPU -- is **overhead**;
+2. on a CPU, the measured fixed cost of each op call (:func:`measure_fixed_cost`) is **overhead**;
+   a GPU kernel's time never is: its launch cost shows up as idle gaps, not inside the kernel;
+3. an op whose FLOPs or minimum bytes cannot be counted is **unclassified** -- never guessed
+   from its name;
+4. an op that does no arithmetic and moves no data (a view, an allocation, a composite op's own
+   dispatch time outside the ops it calls) is **overhead**;
+5. otherwise the op's intensity (FLOP per minimum byte) against the ridge of the roof in use
+   decides: below it **memory**, at or above it **compute**.
 
-When a row carries both its FLOPs and its bytes and the machine's ceilings are given, the row
-is placed by its arithmetic intensity against the ridge (compute at or above, memory below)
-instead of by its name: a matrix-vector product is a "matmul" by name but memory-bound by
-the roofline. Rates computed from a profile pass through the plausibility guard: a row or a
-program that beats its ceiling raises :class:`~roofline_lib.roofline.ImplausibleMeasurement`.
+The verdict is the pile that holds more than half of the time, or **mixed** when none does
+(:data:`MAJORITY`). The remedy follows the verdict and the kind of op that dominates it.
 
-Inputs :func:`diagnose` accepts, all read as self time:
+FLOPs and minimum bytes come from each op's recorded input shapes and dtypes through the
+library's op formulas (:mod:`roofline_lib.ops`); minimum bytes count every input read once and
+every output written once. The roof in use is this machine's measured roof for a CPU profile
+and the GPU's datasheet roof in the op's precision for a GPU trace.
 
-* a :class:`ProfiledRun` from :func:`profile_run` (a profile plus the wall-clock of the run it
-  recorded), a ``torch.profiler.profile`` object, the ``EventList`` of its ``key_averages()`` or
-  its ``events()`` -- CPU-side op rows when the profile has no device activity, the device
-  (kernel) rows when it has;
-* a list of :class:`OpStat`, of dicts with the same keys, or of ``(name, calls, seconds)``
-  tuples -- for hand-made, hand-countable examples.
+Inputs :func:`diagnose` accepts:
 
-:func:`measured_mfu` is the playbook's first step on a machine measured here: model FLOPs per
-second over a measured (or datasheet) matmul roof, refused above the roof.
+* a :class:`ProfiledRun` from :func:`profile_run`, or a ``torch.profiler.profile`` object (CPU or
+  CUDA), recorded with ``record_shapes=True``;
+* a Chrome-trace JSON exported by ``torch.profiler`` (``prof.export_chrome_trace(path)``): a path,
+  or the parsed dict -- so a GPU run can be diagnosed on a laptop;
+* a list of :class:`OpStat` rows, dicts with the same keys, or ``(name, calls, seconds)`` tuples.
 
-Times are SI seconds throughout (torch's profiler reports microseconds; the conversion happens
-on the way in). Only :func:`profile_run` imports torch, when it is called.
+Times are SI seconds throughout (torch's traces hold microseconds; they are converted on the way
+in). torch is imported only by the functions that profile.
 """
 from __future__ import annotations
 
 import contextlib
-import numbers
+import gzip
+import json
+import math
 import os
 import re
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
+from . import ops
 from ._checks import _positive, _positive_int
 from .hardware import GPUSpec, as_gpu
-from .roofline import PLAUSIBILITY_TOLERANCE, ImplausibleMeasurement
+from .measure import _fmt_seconds
+from .roofline import PLAUSIBILITY_TOLERANCE, Roof, check_plausible, roof as _as_roof
 
 __all__ = [
-    "REGIMES",
-    "KINDS",
+    "PILES",
+    "VERDICTS",
+    "MAJORITY",
+    "Rule",
+    "TRIAGE_RULES",
     "REMEDIES",
-    "TINY_CALL_SECONDS",
     "OpStat",
+    "Trace",
     "Diagnosis",
-    "classify_op",
-    "op_stats",
+    "count_op",
+    "read_trace",
     "ProfiledRun",
     "profile_run",
     "quiet_profiler_log",
+    "measure_fixed_cost",
     "diagnose",
+    "plot_triage",
     "measured_mfu",
 ]
 
-#: The three verdicts :func:`diagnose` can return.
-REGIMES = ("compute", "memory", "overhead")
+#: Where each second of a profile can land.
+PILES = ("compute", "memory", "overhead", "unclassified")
 
-#: What :func:`classify_op` can call an operation.
-KINDS = ("matmul", "elementwise", "view", "host", "comms", "other")
+#: What :func:`diagnose` can say: a pile holding the majority, or "mixed".
+VERDICTS = (*PILES, "mixed")
 
-#: A call shorter than this (seconds) is treated as fixed per-call cost. On a CPU one PyTorch
-#: op costs a few microseconds of dispatch before any work; a GPU kernel launch costs about as
-#: much. Ten microseconds is a few times either.
-TINY_CALL_SECONDS = 10e-6
+#: A pile names the verdict only with more than this share of the time.
+MAJORITY = 0.5
 
-#: What the playbook does next in each regime.
+_US = 1e-6  # Chrome traces hold microseconds
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One branch point of the triage: a question and where each answer leads.
+
+    ``yes`` and ``no`` are a pile (:data:`PILES`) or the ``key`` of the next rule.
+    """
+
+    key: str
+    question: str
+    yes: str
+    no: str
+
+
+#: The triage, in the order :func:`diagnose` applies it to each slice of time.
+TRIAGE_RULES = (
+    Rule("idle", "device idle?\n(gap between kernels; CPU\nwall time outside every op)", "overhead", "fixed"),
+    Rule("fixed", "fixed cost of a call?\n(CPU: the measured cost\nof an empty op, per call)", "overhead", "counted"),
+    Rule("counted", "FLOPs and minimum bytes\nknown? (shapes, dtypes)", "work", "unclassified"),
+    Rule("work", "does any arithmetic or\nmoves any data?", "ridge", "overhead"),
+    Rule("ridge", "intensity below the ridge\nof the roof in use?", "memory", "compute"),
+)
+_RULES = {r.key: r for r in TRIAGE_RULES}
+
+
+def _walk(facts: Mapping[str, bool]) -> str:
+    """Follow :data:`TRIAGE_RULES` from the first rule with the answers in ``facts``; return the pile."""
+    node = TRIAGE_RULES[0].key
+    while node in _RULES:
+        rule = _RULES[node]
+        node = rule.yes if facts[rule.key] else rule.no
+    return node
+
+
+#: The playbook's next step for each verdict (memory-bound weight reads get their own, below).
 REMEDIES = MappingProxyType(
     {
         "compute": "raise the compute roof or do fewer FLOPs: a narrower precision (bf16, fp8) on "
         "tensor cores, a better-tiled GEMM, shapes that are multiples of the tile size, fewer "
-        "FLOPs per token (smaller d_ff, mixture of experts)",
-        "memory": "move fewer bytes per FLOP: fuse chains of element-wise and norm ops "
-        "(torch.compile), keep intermediates on chip (FlashAttention), narrower activations "
-        "and weights, batch more tokens per weight read",
+        "FLOPs per token",
+        "memory": "move fewer bytes per FLOP: fuse chains of element-wise, norm and softmax ops "
+        "(torch.compile) so intermediates stay on chip, keep attention tiles on chip "
+        "(FlashAttention), narrower activations",
+        "memory-matmul": "batch more sequences per weight read, or store weights in fewer bits "
+        "(int8, fp8, int4): every weight byte read then serves more FLOPs",
         "overhead": "stop paying per call: batch the work into fewer, larger calls, fuse tiny "
-        "ops, capture the step in a CUDA graph, remove host syncs (.item(), .cpu()) inside the "
-        "loop, overlap communication with compute",
+        "ops, capture the step in a CUDA graph, remove host syncs (.item(), .cpu()) inside the loop",
+        "unclassified": "record the profile with torch.profiler.profile(record_shapes=True, "
+        "with_flops=True) so each op's FLOPs and bytes can be counted, or give rows their flops= "
+        "and bytes_moved=",
+        "mixed": "no single fix: start with the largest pile",
     }
 )
 
-_US = 1e-6  # torch's profiler reports microseconds
 
-# Exact aten op names (after normalisation: no "aten::", no leading "_", no trailing "_",
-# no "_backward", no "_for_cpu") that do matrix-multiply work.
-_MATMUL_OPS = frozenset(
+# --------------------------------------------------------------------------- counting ops
+
+# dtype names as torch's profiler writes them ("Input type") -> (bytes per element, precision)
+_DTYPES = {
+    "float": (4, "fp32"), "double": (8, "fp64"), "c10::Half": (2, "fp16"), "c10::BFloat16": (2, "bf16"),
+    "c10::Float8_e4m3fn": (1, "fp8"), "c10::Float8_e5m2": (1, "fp8"), "c10::Float8_e4m3fnuz": (1, "fp8"),
+    "c10::Float8_e5m2fnuz": (1, "fp8"), "long int": (8, None), "int": (4, None), "short int": (2, None),
+    "signed char": (1, None), "unsigned char": (1, None), "bool": (1, None),
+    "c10::complex<float>": (8, None), "c10::complex<double>": (16, None),
+}
+
+# ops that only re-describe or allocate memory: no FLOPs, no bytes (their count needs no shapes)
+_NO_DATA = frozenset(
     """
-    mm addmm bmm baddbmm matmul linear mv addmv dot vdot inner outer einsum tensordot
-    addbmm scaled_mm int_mm convolution conv1d conv2d conv3d conv_transpose1d
-    conv_transpose2d conv_transpose3d cudnn_convolution mkldnn_convolution
-    convolution_overrideable slow_conv2d slow_conv3d
-    scaled_dot_product_attention scaled_dot_product_flash_attention
-    scaled_dot_product_efficient_attention scaled_dot_product_cudnn_attention
-    scaled_dot_product_attention_math flash_attention_forward efficient_attention_forward
-    flex_attention linear_backward mkldnn_linear
+    view reshape _reshape_alias _unsafe_view t transpose permute expand expand_as as_strided
+    unsqueeze squeeze select slice narrow split split_with_sizes chunk unbind alias detach
+    lift_fresh empty empty_like empty_strided new_empty new_empty_strided resolve_conj
+    resolve_neg result_type resize_ set_ flatten unflatten view_as numpy_T _nested_view_from_buffer
+    """.split()
+)
+_MATMUL = frozenset("mm addmm bmm baddbmm mv addmv".split())
+_ELEMENTWISE = frozenset(
+    """
+    add sub rsub mul div neg exp exp2 expm1 log log2 log1p pow sqrt rsqrt reciprocal square abs sign
+    tanh sigmoid silu gelu relu relu6 leaky_relu elu selu mish hardswish hardtanh softplus clamp
+    clamp_min clamp_max threshold where lerp addcmul addcdiv maximum minimum sin cos erf floor ceil
+    round trunc fmod remainder eq ne lt le gt ge logical_not logical_and logical_or bitwise_and
+    bitwise_or masked_fill nan_to_num clone contiguous _to_copy copy_ fill_ zero_ tril triu
+    """.split()
+)
+_WRITE_ONLY = frozenset("fill_ zero_ normal_ uniform_ random_ bernoulli_".split())
+_REDUCTIONS = frozenset("sum mean amax amin max min var std norm linalg_vector_norm argmax argmin prod logsumexp".split())
+_SOFTMAX = frozenset("softmax _softmax log_softmax _log_softmax _safe_softmax".split())
+_LAYERNORM = frozenset("layer_norm native_layer_norm".split())
+_RMSNORM = frozenset("rms_norm _fused_rms_norm".split())
+_ATTENTION = frozenset(
+    """
+    scaled_dot_product_attention _scaled_dot_product_flash_attention_for_cpu
+    _scaled_dot_product_flash_attention _scaled_dot_product_efficient_attention
+    _scaled_dot_product_cudnn_attention _flash_attention_forward _efficient_attention_forward
     """.split()
 )
 
-# Element-wise, normalisation, softmax, reduction, copy and gather/scatter ops.
-_ELEMENTWISE_OPS = frozenset(
-    """
-    add sub rsub mul div neg exp exp2 expm1 log log2 log1p pow sqrt rsqrt reciprocal square
-    abs sign tanh sigmoid silu gelu relu relu6 leaky_relu elu selu mish hardswish hardtanh
-    softplus clamp clamp_min clamp_max threshold where lerp addcmul addcdiv maximum minimum
-    softmax log_softmax safe_softmax layer_norm native_layer_norm rms_norm fused_rms_norm
-    group_norm native_group_norm batch_norm native_batch_norm instance_norm dropout
-    native_dropout copy clone contiguous to to_copy fill zero zeros zeros_like ones
-    ones_like full full_like cat stack where masked_fill sum mean var std var_mean amax
-    amin max min argmax argmin norm linalg_vector_norm embedding embedding_dense
-    index_select index index_put gather scatter scatter_add cumsum cumprod sort topk
-    nll_loss nll_loss_forward nll_loss2d cross_entropy mse_loss l1_loss
-    binary_cross_entropy rand randn randint uniform normal bernoulli erf erfinv sin cos
-    floor ceil round trunc fmod remainder bitwise_and bitwise_or eq ne lt le gt ge
-    logical_and logical_or logical_not isnan isinf nan_to_num type_as repeat tile flip roll
-    tril triu arange linspace one_hot pad constant_pad_nd upsample_nearest2d
-    """.split()
-)
 
-# Ops that only re-describe memory (shape, strides, allocation): no bytes move.
-_VIEW_OPS = frozenset(
-    """
-    view reshape reshape_alias unsafe_view transpose t permute expand expand_as as_strided
-    select slice narrow split split_with_sizes chunk unbind unsqueeze squeeze flatten
-    unflatten detach alias lift_fresh empty empty_like empty_strided new_empty
-    new_empty_strided resize resolve_conj resolve_neg conj numpy_t unsafe_split
-    view_as_real view_as_complex result_type item local_scalar_dense set is_nonzero
-    """.split()
-)
+@dataclass(frozen=True)
+class _Nothing:
+    """The count of an op that moves no data (OpCount refuses zero bytes)."""
 
-# GPU kernel names carry no "aten::" prefix; recognise them by fragments of their names.
-_MATMUL_KERNEL = re.compile(
-    r"gemm|gemv|cutlass|xmma|wgmma|cublas|sm\d+_.*(?:mma|gemm)|flash_(?:fwd|bwd)|fmha|"
-    r"flash_attn|attention_kernel|conv(?:olution)?_?(?:fprop|dgrad|wgrad)|implicit_gemm",
-    re.IGNORECASE,
-)
-_ELEMENTWISE_KERNEL = re.compile(
-    r"elementwise|vectorized|unrolled|reduce|norm|softmax|copy|fill|cat_|catarray|index|"
-    r"embedding|dropout|scatter|gather|triton_poi|triton_per|triton_red|memcpy|memset",
-    re.IGNORECASE,
-)
-_AUTOGRAD_NODE = re.compile(r"Backward\d*$")
-_COMMS = re.compile(r"^c10d::|nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast_", re.IGNORECASE)
-# Host-side ranges: the profiler's step marker, autograd's engine, CUDA runtime calls on the CPU.
-_HOST_PREFIXES = ("ProfilerStep", "autograd::", "torch::autograd::", "Optimizer.")
-_CUDA_RUNTIME = re.compile(r"^cu(?:da|Launch)[A-Z]")  # cudaLaunchKernel, cudaMemcpyAsync, cuLaunchKernel
-_SUFFIXES = ("_backward", "_for_cpu", "_forward", "_out")
+    flops: float = 0.0
+    bytes_moved: float = 0.0
+
+
+_NOTHING = _Nothing()
+
+
+def _numel(shape) -> int:
+    return math.prod(int(d) for d in shape)
+
+
+def _broadcast(shapes) -> list[int]:
+    width = max(len(s) for s in shapes)
+    out = []
+    for dims in zip(*[[1] * (width - len(s)) + list(s) for s in shapes]):
+        out.append(max(int(d) for d in dims))
+    return out
+
+
+def count_op(name: str, shapes, dtypes) -> tuple[float, float, str, str | None] | None:
+    """FLOPs and minimum bytes of one call of a recorded op, from its input shapes and dtypes.
+
+    ``name`` is the profiler's op name (``"aten::mm"``), ``shapes`` its "Input Dims" and ``dtypes``
+    its "Input type" lists, as torch's profiler records them. Returns ``(flops, bytes_moved,
+    family, precision)`` -- the family ("matmul", "elementwise", "reduction", "softmax", "norm",
+    "attention", "embedding", "no data") says which library formula counted it -- or None when
+    the op has no formula here or its shapes are missing. Minimum bytes: every tensor input read
+    once and every output written once (a reduction's small output is left out).
+    """
+    found = _count(name, shapes, dtypes)
+    if found is None:
+        return None
+    count, family, precision = found
+    return float(count.flops), float(count.bytes_moved), family, precision
+
+
+def _count(name: str, shapes, dtypes):
+    namespace, _, op = name.partition("::")
+    if namespace != "aten":
+        return None
+    op = op.split(".")[0]
+    if op in _NO_DATA:
+        return _NOTHING, "no data", None
+    shapes = list(shapes or ())
+    dtypes = list(dtypes or ())
+    tensors = [
+        (list(s), _DTYPES[t][0], _DTYPES[t][1])
+        for s, t in zip(shapes, dtypes)
+        if isinstance(s, (list, tuple)) and t in _DTYPES
+    ]
+    if not tensors:
+        return None
+    shape0, e, _ = tensors[0]
+    precision = next((p for _, _, p in tensors if p is not None), None)
+    try:
+        if op in _MATMUL:
+            mats = tensors[1:] if op.startswith(("add", "badd")) else tensors
+            (a, ea, _), (b, _, _) = mats[0], mats[1]
+            if op in ("mv", "addmv"):
+                count = ops.gemv(a[0], a[1], ea)
+            else:
+                batch = a[0] if len(a) == 3 else 1
+                m, k, n = a[-2], a[-1], b[-1]
+                one = ops.gemm(m, n, k, ea)
+                count = ops.OpCount(batch * one.flops, batch * one.bytes_moved)
+            if op.startswith(("add", "badd")):  # the added input: read once, one add per output
+                bias, eb, _ = tensors[0]
+                out = count.flops / (2 * (a[-1] if op not in ("mv", "addmv") else a[1]))
+                count = count + ops.OpCount(out, _numel(bias) * eb)
+            return count, "matmul", precision
+        if op in _ELEMENTWISE:
+            inplace = op.endswith("_")
+            out_shape = shape0 if inplace else _broadcast([s for s, _, _ in tensors])
+            n_out = _numel(out_shape)
+            if op in _WRITE_ONLY:
+                return ops.OpCount(0, n_out * e), "elementwise", precision
+            if op == "copy_":
+                src, es, _ = tensors[1] if len(tensors) > 1 else tensors[0]
+                return ops.OpCount(0, _numel(src) * es + n_out * e), "elementwise", precision
+            reads = sum(_numel(s) * eb for s, eb, _ in tensors)
+            flops = 0 if op in ("clone", "contiguous", "_to_copy") else n_out
+            return ops.OpCount(flops, reads + n_out * e), "elementwise", precision
+        if op in _REDUCTIONS:
+            return ops.OpCount(_numel(shape0), _numel(shape0) * e), "reduction", precision
+        if op in _SOFTMAX:
+            cols = shape0[-1]
+            return ops.softmax(_numel(shape0) // cols, cols, e), "softmax", precision
+        if op in _LAYERNORM or op in _RMSNORM:
+            d = shape0[-1]
+            rows = _numel(shape0) // d
+            count = ops.layernorm(rows, d, e) if op in _LAYERNORM else ops.rmsnorm(rows, d, e)
+            return count, "norm", precision
+        if op in _ATTENTION:
+            q, k = tensors[0][0], tensors[1][0]
+            b, h, sq, dh = q
+            sk = k[-2]
+            flops = ops.attention_flops(b, h, sq, sk, dh)
+            moved = ops.attention_bytes_fused(b, h, sq, sk, dh, e, kv_heads=k[1])
+            return ops.OpCount(flops, moved), "attention", precision
+        if op == "embedding":
+            (weight, ew, _), (idx, ei, _) = tensors[0], tensors[1]
+            rows = _numel(idx) * weight[-1]
+            return ops.OpCount(0, 2 * rows * ew + _numel(idx) * ei), "embedding", precision
+    except (IndexError, ValueError, TypeError, ZeroDivisionError):
+        return None  # shapes that do not fit the formula: better unclassified than wrong
+    return None
+
+
+# --------------------------------------------------------------------------- rows
 
 
 @dataclass(frozen=True)
 class OpStat:
-    """One row of a profile: an operation, its calls and the self time they took together.
+    """One row of a profile: an op, its calls and the time they took together (SI seconds).
 
-    ``seconds`` is the total self time of all ``calls`` (SI seconds). ``flops`` and
-    ``bytes_moved``, when known, are totals over all calls too. ``kind`` forces a
-    classification (one of :data:`KINDS`); left empty, :func:`classify_op` decides by name.
-    ``typical_call_seconds`` is the median call, when the calls were seen one by one; a
-    single slow call (the OS preempting the process) then does not make a tiny op look big.
+    ``seconds`` is the total self time of all ``calls`` on the timeline read (CPU op self time,
+    or GPU kernel time). ``flops`` and ``bytes_moved`` are totals over all calls; None means
+    unknown (the row is then unclassified). ``family`` says which formula counted the op
+    (:func:`count_op`); ``precision`` the dtype its roof is read in on a GPU; ``note`` why the
+    counts are missing.
     """
 
     name: str
@@ -179,8 +314,9 @@ class OpStat:
     seconds: float
     flops: float | None = None
     bytes_moved: float | None = None
-    kind: str = ""
-    typical_call_seconds: float | None = None
+    family: str = ""
+    precision: str | None = None
+    note: str = ""
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.strip():
@@ -189,103 +325,56 @@ class OpStat:
         object.__setattr__(
             self, "seconds", _positive(self.seconds, f"seconds of {self.name}", "seconds", allow_zero=True)
         )
-        for attr, unit in (("flops", "FLOP"), ("bytes_moved", "bytes"), ("typical_call_seconds", "seconds")):
+        for attr, unit in (("flops", "FLOP"), ("bytes_moved", "bytes")):
             value = getattr(self, attr)
             if value is not None:
                 object.__setattr__(self, attr, _positive(value, f"{attr} of {self.name}", unit, allow_zero=True))
-        if self.kind and self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {', '.join(KINDS)} (or empty), got {self.kind!r}")
 
     @property
-    def seconds_per_call(self) -> float:
-        """The typical call: the median when known, else the mean (seconds / calls)."""
-        if self.typical_call_seconds is not None:
-            return self.typical_call_seconds
-        return self.seconds / self.calls
+    def counted(self) -> bool:
+        return self.flops is not None and self.bytes_moved is not None
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOP per byte, None when uncounted or when the op moves no bytes."""
+        if not self.counted or not self.bytes_moved:
+            return None
+        return self.flops / self.bytes_moved
 
 
-def classify_op(name: str) -> str:
-    """Say what kind of work an operation name stands for: one of :data:`KINDS`.
+@dataclass(frozen=True)
+class Trace:
+    """A profile read into rows: what :func:`diagnose` works on.
 
-    ``aten::`` ops are looked up by their base name (``aten::addmm`` -> matmul,
-    ``aten::native_layer_norm_backward`` -> elementwise, ``aten::view`` -> view); autograd
-    nodes (``MmBackward0``), ``autograd::`` engine ranges and ``ProfilerStep#`` are host-side
-    bookkeeping; other names are matched as GPU kernel names (``..._gemm_...`` -> matmul,
-    ``vectorized_elementwise_kernel`` -> elementwise). Anything else is "other".
+    ``timeline`` is "cpu" (op self times on the host), "device" (GPU kernels) or "rows" (hand-made).
+    ``window_seconds`` is the span read; ``busy_seconds`` the time covered by ops or kernels
+    (their union), so ``window - busy`` is idle. ``gpu`` is the GPU the trace names, if any;
+    ``has_shapes`` says whether shapes were recorded.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a string naming an operation, got {type(name).__name__} {name!r}")
-    if name.startswith(_HOST_PREFIXES) or _AUTOGRAD_NODE.search(name) or _CUDA_RUNTIME.match(name):
-        return "host"
-    if _COMMS.search(name):
-        return "comms"
-    namespace, sep, op = name.partition("::")
-    if sep and namespace in ("aten", "prims"):
-        base = op.split(".")[0].lower().strip("_")
-        for suffix in _SUFFIXES:
-            base = base.removesuffix(suffix).strip("_")
-        if base in _MATMUL_OPS or base.startswith(("conv", "scaled_dot_product", "flash_attention")):
-            return "matmul"
-        if base in _VIEW_OPS:
-            return "view"
-        if base in _ELEMENTWISE_OPS or base.startswith("foreach"):
-            return "elementwise"
-        return "other"
-    if _MATMUL_KERNEL.search(name):
-        return "matmul"
-    if _ELEMENTWISE_KERNEL.search(name):
-        return "elementwise"
-    return "other"
+
+    rows: tuple[OpStat, ...]
+    timeline: str
+    window_seconds: float | None
+    busy_seconds: float | None
+    gpu: str | None = None
+    has_shapes: bool = True
 
 
-# --------------------------------------------------------------------------- reading profiles
-
-
-def _device_name(event) -> str:
-    dt = getattr(event, "device_type", None)
-    return str(getattr(dt, "name", dt) or "CPU").upper().removeprefix("DEVICETYPE.")
-
-
-def _is_torch_event(item) -> bool:
-    return hasattr(item, "self_cpu_time_total") and (hasattr(item, "key") or hasattr(item, "name"))
-
-
-def _from_torch(events: list) -> tuple[list[OpStat], str]:
-    """OpStats from torch FunctionEvents or FunctionEventAvgs, merged by name.
-
-    Returns the rows and the timeline read: "device" (kernel rows) when the profile holds
-    device activity, else "cpu" (op rows). Single events (``events()``) also give each op's
-    median call.
-    """
-    # kernels only: a GPU-side user annotation (ProfilerStep#) spans kernels and would count twice
-    on_device = [e for e in events if _device_name(e) != "CPU"
-                 and not getattr(e, "is_user_annotation", False)
-                 and float(getattr(e, "self_device_time_total", 0) or 0) > 0]
-    timeline = "device" if on_device else "cpu"
-    chosen = on_device if on_device else events
-    totals: dict[str, dict] = {}
-    for e in chosen:
-        name = getattr(e, "key", None) or getattr(e, "name", None)
-        field_name = "self_device_time_total" if timeline == "device" else "self_cpu_time_total"
-        seconds = max(float(getattr(e, field_name, 0) or 0), 0.0) * _US
-        calls = int(getattr(e, "count", 1) or 1)
-        host = timeline == "cpu" and (
-            bool(getattr(e, "is_user_annotation", False)) or getattr(e, "scope", 0) == 1
-        )
-        row = totals.setdefault(name, {"calls": 0, "seconds": 0.0, "flops": 0.0, "host": False, "each": []})
-        row["calls"] += calls
-        row["seconds"] += seconds
-        row["flops"] += float(getattr(e, "flops", 0) or 0)
-        row["host"] = row["host"] or host
-        if hasattr(e, "time_range"):  # a single call, not an average
-            row["each"].append(seconds)
-    return [
-        OpStat(
-            name, r["calls"], r["seconds"], flops=r["flops"] or None, kind="host" if r["host"] else "",
-            typical_call_seconds=statistics.median(r["each"]) if len(r["each"]) == r["calls"] else None,
-        )
-        for name, r in totals.items()
-    ], timeline
+def _merge(rows) -> tuple[OpStat, ...]:
+    merged: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r.name, r.family, r.precision, r.counted)
+        m = merged.setdefault(key, {"calls": 0, "seconds": 0.0, "flops": 0.0, "bytes": 0.0, "note": r.note})
+        m["calls"] += r.calls
+        m["seconds"] += r.seconds
+        if r.counted:
+            m["flops"] += r.flops
+            m["bytes"] += r.bytes_moved
+    return tuple(
+        OpStat(name, m["calls"], m["seconds"], m["flops"] if counted else None, m["bytes"] if counted else None,
+               family, precision, m["note"])
+        for (name, family, precision, counted), m in merged.items()
+    )
 
 
 def _from_plain(items: list) -> list[OpStat]:
@@ -298,86 +387,233 @@ def _from_plain(items: list) -> list[OpStat]:
                 out.append(OpStat(**item))
             except TypeError as err:
                 raise TypeError(f"profile row {i} {dict(item)!r} is not an OpStat: {err}") from None
-        elif isinstance(item, tuple) and len(item) in (3, 4, 5):
+        elif isinstance(item, tuple) and 3 <= len(item) <= 5:
             out.append(OpStat(*item))
         else:
             raise TypeError(
-                f"profile row {i} must be an OpStat, a dict with its fields, a (name, calls, seconds) "
-                f"tuple or a torch profiler event, got {type(item).__name__} {item!r}"
+                f"profile row {i} must be an OpStat, a dict with its fields or a (name, calls, seconds"
+                f"[, flops, bytes_moved]) tuple, got {type(item).__name__} {item!r}"
             )
     return out
 
 
-def op_stats(profile_or_events) -> tuple[list[OpStat], str]:
-    """Read any accepted profile form into ``(rows, timeline)``; timeline is "cpu" or "device".
-
-    Rows with the same name are merged (calls, seconds and FLOPs added). Raises TypeError for
-    something that is not a profile and ValueError for an empty one.
-    """
-    obj = profile_or_events
-    if obj is None or isinstance(obj, (str, bytes, numbers.Number)):
-        raise TypeError(
-            "profile_or_events must be a torch profiler result (profile, key_averages() or events()) "
-            f"or a list of OpStat rows, got {type(obj).__name__} {obj!r}"
-        )
-    if isinstance(obj, ProfiledRun):
-        obj = obj.profile
-    if callable(getattr(obj, "events", None)) and callable(getattr(obj, "key_averages", None)):
-        try:
-            obj = obj.events()  # one event per call: medians as well as totals
-        except (AssertionError, RuntimeError) as err:  # a profile that never ran
-            raise ValueError(f"the profiler holds no results yet ({err}); profile something first") from None
-        if obj is None:
-            raise ValueError("the profiler holds no results yet; profile something first")
-    if not isinstance(obj, Iterable):
-        raise TypeError(
-            f"profile_or_events must be iterable rows or a torch profiler result, got {type(obj).__name__}"
-        )
-    items = list(obj)
-    if not items:
-        raise ValueError(
-            "the profile is empty: no operation was recorded (did the work run inside the profiler, "
-            "and did a schedule's cycle end and clear it? use schedule(..., repeat=1) or acc_events=True)"
-        )
-    if all(_is_torch_event(i) for i in items):
-        rows, timeline = _from_torch(items)
-    else:
-        rows, timeline = _merge(_from_plain(items)), "cpu"
-    if not any(r.seconds > 0 for r in rows):
-        raise ValueError("the profile holds no time: every row has 0 seconds")
-    return rows, timeline
-
-
-def _merge(rows: list[OpStat]) -> list[OpStat]:
-    merged: dict[str, OpStat] = {}
-    for r in rows:
-        if r.name not in merged:
-            merged[r.name] = r
+def _union(intervals) -> float:
+    """Total length covered by (start, end) intervals."""
+    total, end = 0.0, -math.inf
+    for a, b in sorted(intervals):
+        if b <= end:
             continue
-        m = merged[r.name]
-        merged[r.name] = OpStat(
-            r.name, m.calls + r.calls, m.seconds + r.seconds,
-            flops=_add(m.flops, r.flops), bytes_moved=_add(m.bytes_moved, r.bytes_moved),
-            kind=m.kind or r.kind,
+        total += b - max(a, end)
+        end = b
+    return total
+
+
+_NO_SHAPES = (
+    "this profile has no input shapes, so no op's FLOPs or bytes can be counted: record it with "
+    "torch.profiler.profile(activities=..., record_shapes=True, with_flops=True)"
+)
+
+
+def read_trace(trace, *, allow_empty: bool = False) -> Trace:
+    """Read a Chrome trace exported by ``torch.profiler`` (a path, or its parsed dict) into a :class:`Trace`.
+
+    CPU ops (``cat`` "cpu_op") give each op's self time (its time minus the ops nested in it on
+    the same thread) and, from "Input Dims" and "Input type", its counts (:func:`count_op`). When
+    the trace holds GPU kernels (``cat`` "kernel", "gpu_memcpy", "gpu_memset"), the kernels are
+    the timeline: each is tied to the op that launched it ("External id", or its launch's
+    "correlation"), and takes that op's counts; idle is the time between kernels.
+    """
+    if isinstance(trace, (str, os.PathLike)):
+        path = os.fspath(trace)
+        opener = gzip.open if path.endswith(".gz") else open
+        try:
+            with opener(path, "rt", encoding="utf-8") as fh:
+                trace = json.load(fh)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no trace file at {path!r} (export one with prof.export_chrome_trace(path))") from None
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
+            raise ValueError(f"{path!r} is not a Chrome-trace JSON file: {err}") from None
+    if isinstance(trace, list):
+        trace = {"traceEvents": trace}
+    if not isinstance(trace, Mapping) or not isinstance(trace.get("traceEvents"), list):
+        raise TypeError(
+            "a Chrome trace must be a dict with a 'traceEvents' list (json.load of the file "
+            f"prof.export_chrome_trace wrote), got {type(trace).__name__}"
         )
-    return list(merged.values())
+    events = [e for e in trace["traceEvents"] if isinstance(e, Mapping) and e.get("ph") == "X" and "dur" in e]
+    cpu = [e for e in events if e.get("cat") in ("cpu_op", "operator")]
+    kernels = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    steps = [e for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep")]
+    if not cpu and not kernels:
+        if allow_empty:  # a live run that called no op at all: all its wall time is idle
+            return Trace((), "cpu", None, 0.0)
+        raise ValueError(
+            "the trace holds no ops and no kernels (no 'cpu_op' or 'kernel' events): did the work run "
+            "inside the profiler, and did a schedule's active steps end before the export?"
+        )
+    has_shapes = any("Input Dims" in e.get("args", {}) for e in cpu) or not cpu
+
+    # nest CPU ops per thread: parent = innermost op that contains it
+    by_thread: dict[tuple, list] = {}
+    for e in cpu:
+        by_thread.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+    parent: dict[int, dict | None] = {}
+    child_time: dict[int, float] = {}
+    for evs in by_thread.values():
+        evs.sort(key=lambda e: (float(e["ts"]), -float(e["dur"])))
+        stack: list[dict] = []
+        for e in evs:
+            start = float(e["ts"])
+            while stack and float(stack[-1]["ts"]) + float(stack[-1]["dur"]) <= start:
+                stack.pop()
+            parent[id(e)] = stack[-1] if stack else None
+            if stack:
+                child_time[id(stack[-1])] = child_time.get(id(stack[-1]), 0.0) + float(e["dur"])
+            stack.append(e)
+
+    counts: dict[int, tuple | None] = {}
+    for e in cpu:
+        args = e.get("args", {})
+        counts[id(e)] = count_op(str(e.get("name")), args.get("Input Dims"), args.get("Input type"))
+    # A composite op hands its work to the ops it calls (softmax -> _softmax, linear -> addmm):
+    # its own self time is dispatch. It is composite when it has no formula and calls counted
+    # work, or when one op it calls moves at least half the bytes its own count says it moves.
+    # (x * 1.5 calls a copy of the scalar 1.5: 4 bytes against megabytes, so mul keeps its work.)
+    composite: set[int] = set()
+    for e in cpu:
+        c = counts[id(e)]
+        if c is None or not (c[0] or c[1]):
+            continue
+        p = parent[id(e)]
+        while p is not None:
+            own = counts[id(p)]
+            if own is None or (own[1] and c[1] >= 0.5 * own[1]):
+                composite.add(id(p))
+            p = parent[id(p)]
+
+    def row_for(e, seconds, calls=1) -> OpStat:
+        name = str(e.get("name"))
+        if id(e) in composite:
+            return OpStat(name, calls, seconds, 0.0, 0.0, "dispatch")
+        c = counts[id(e)]
+        if c is None:
+            note = "no shapes recorded" if "Input Dims" not in e.get("args", {}) else "no formula for this op"
+            return OpStat(name, calls, seconds, note=note)
+        return OpStat(name, calls, seconds, *c)
+
+    device_props = trace.get("deviceProperties") or []
+    if kernels:
+        by_external = {}
+        for e in cpu:
+            ext = e.get("args", {}).get("External id")
+            if ext is not None:
+                by_external[ext] = e
+        runtime = {e.get("args", {}).get("correlation"): e for e in events if e.get("cat") == "cuda_runtime"}
+        groups: dict[int, list] = {}
+        launcher: dict[int, dict | None] = {}
+        for k in kernels:
+            args = k.get("args", {})
+            op = by_external.get(args.get("External id"))
+            if op is None and args.get("correlation") in runtime:
+                launch = runtime[args["correlation"]]
+                t = float(launch["ts"])
+                inside = [e for e in by_thread.get((launch.get("pid"), launch.get("tid")), [])
+                          if float(e["ts"]) <= t <= float(e["ts"]) + float(e["dur"])]
+                op = min(inside, key=lambda e: float(e["dur"])) if inside else None
+            key = id(op) if op is not None else id(k)
+            groups.setdefault(key, []).append(k)
+            launcher[key] = op
+        rows = []
+        for key, ks in groups.items():
+            seconds = sum(float(k["dur"]) for k in ks) * _US
+            op = launcher[key]
+            if op is None:
+                k = ks[0]
+                b = k.get("args", {}).get("bytes")
+                if k.get("cat") in ("gpu_memcpy", "gpu_memset") and b:
+                    rows.append(OpStat(str(k.get("name")), len(ks), seconds, 0.0, float(b) * len(ks), "copy"))
+                else:
+                    rows.append(OpStat(str(k.get("name")), len(ks), seconds,
+                                       note="kernel not tied to any recorded op"))
+                continue
+            c = counts[id(op)]
+            name = str(op.get("name"))
+            if c is None:
+                note = "no shapes recorded" if "Input Dims" not in op.get("args", {}) else "no formula for this op"
+                rows.append(OpStat(name, len(ks), seconds, note=note))
+            else:
+                flops, moved, family, precision = c
+                rows.append(OpStat(name, len(ks), seconds, flops, moved, family, precision))  # one op call, all its kernels
+        spans = [(float(k["ts"]), float(k["ts"]) + float(k["dur"])) for k in kernels]
+        busy = _union(spans) * _US
+        window = (max(b for _, b in spans) - min(a for a, _ in spans)) * _US
+        names = {str(p.get("name")) for p in device_props if isinstance(p, Mapping) and p.get("name")}
+        used = {k.get("args", {}).get("device") for k in kernels}
+        named = [str(p.get("name")) for p in device_props if isinstance(p, Mapping) and p.get("id") in used]
+        gpu = named[0] if named else (sorted(names)[0] if names else None)
+        return Trace(_merge(rows), "device", window, busy, gpu, has_shapes)
+
+    rows = [row_for(e, max(float(e["dur"]) - child_time.get(id(e), 0.0), 0.0) * _US) for e in cpu]
+    spans = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in cpu]
+    busy = _union(spans) * _US
+    frame = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in steps] or spans
+    window = (max(b for _, b in frame) - min(a for a, _ in frame)) * _US
+    return Trace(_merge(rows), "cpu", window, busy, None, has_shapes)
 
 
-def _add(a, b):
-    return None if a is None and b is None else (a or 0.0) + (b or 0.0)
+# --------------------------------------------------------------------------- profiling live
 
 
 @dataclass(frozen=True)
 class ProfiledRun:
-    """A torch profiler result and the wall-clock seconds of the run it recorded.
-
-    :func:`diagnose` reads both: the op rows from ``profile`` and, unless told otherwise,
-    ``wall_seconds`` for the time no op accounts for.
-    """
+    """A torch profiler result, the wall-clock seconds of the run it recorded, and the fixed cost
+    of one op call measured under the same profiler (:func:`measure_fixed_cost`)."""
 
     profile: object
     wall_seconds: float
     calls: int = 1
+    fixed_cost_seconds: float | None = None
+
+
+def _export(profile) -> dict:
+    """The Chrome trace of a live ``torch.profiler.profile``, parsed: one reader for both inputs."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        try:
+            profile.export_chrome_trace(path)
+        except (AssertionError, RuntimeError) as err:
+            raise ValueError(f"the profiler holds no results yet ({err}); profile something first") from None
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    finally:
+        os.unlink(path)
+
+
+def measure_fixed_cost(*, calls: int = 300, with_flops: bool = True) -> float:
+    """The fixed cost of one op call on this CPU under the profiler, in seconds.
+
+    Profiles ``calls`` negations of a one-element tensor (no work to speak of) with shapes
+    recorded and returns the median self time of one: what any op costs before it does anything.
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    n = _positive_int(calls, "calls", "calls")
+    one = torch.ones(1)
+    for _ in range(20):
+        torch.neg(one)
+    with quiet_profiler_log(), profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                                       with_flops=with_flops) as prof:
+        for _ in range(n):
+            torch.neg(one)
+    times = [(e["dur"]) * _US for e in _export(prof)["traceEvents"]
+             if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e.get("name") == "aten::neg"]
+    if not times:
+        raise RuntimeError("the profiler recorded no aten::neg call while measuring the fixed cost per call")
+    return statistics.median(times)
 
 
 _PROFILER_NOISE = re.compile(r"^USDT:.*\] profiler_(start|stop)\s*$")
@@ -411,27 +647,29 @@ def quiet_profiler_log():
                 sys.stderr.write("".join(kept))
 
 
-def profile_run(fn: Callable, *args, warmup: int = 1, calls: int = 1, with_flops: bool = True,
-                record_shapes: bool = False, **kwargs) -> ProfiledRun:
+def profile_run(fn: Callable, *args, device=None, warmup: int = 1, calls: int = 1, with_flops: bool = True,
+                record_shapes: bool = True, **kwargs) -> ProfiledRun:
     """Run ``fn(*args, **kwargs)`` ``calls`` times under ``torch.profiler`` and time it.
 
-    ``warmup`` untimed, unprofiled calls come first (allocator, thread pools, library
-    dispatch). The wall clock runs inside the profiler, so ops and wall-clock share its
-    overhead. With a CUDA GPU present the profile records CUDA activity too and the clock
-    stops after ``torch.cuda.synchronize()``. ``with_flops=True`` lets torch fill FLOP counts
-    for matmul rows (its own formulas).
+    ``device`` must be named, as in :func:`~roofline_lib.measure.time_fn`: with ``"cuda"`` the
+    profile records CUDA activity too and the clock stops after ``torch.cuda.synchronize()``;
+    with ``"cpu"`` it records the host alone. ``warmup`` untimed, unprofiled calls come first.
+    Shapes are recorded (the triage needs them). On the CPU the fixed cost of one op call is
+    measured under the same profiler settings, for :func:`diagnose`.
     """
     import time
 
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    from .measure import resolve_device
+
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__} {fn!r}")
     n_calls = _positive_int(calls, "calls", "calls")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"warmup must be a whole number of calls (0 or more), got {warmup!r}")
-    cuda = torch.cuda.is_available()
+    cuda = resolve_device(device) == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     for _ in range(warmup):
         fn(*args, **kwargs)
@@ -444,47 +682,36 @@ def profile_run(fn: Callable, *args, warmup: int = 1, calls: int = 1, with_flops
             fn(*args, **kwargs)
         sync()
         wall = time.perf_counter() - start
-    return ProfiledRun(profile=prof, wall_seconds=wall, calls=n_calls)
+    fixed = None if cuda else measure_fixed_cost(with_flops=with_flops)
+    return ProfiledRun(profile=prof, wall_seconds=wall, calls=n_calls, fixed_cost_seconds=fixed)
 
 
-# --------------------------------------------------------------------------- ceilings
-
-
-def _read_ceilings(ceilings, precision) -> tuple[float, float, str] | None:
-    """(peak FLOP/s, bytes/s, description) from a MeasuredCeilings-like object or a GPU."""
-    if ceilings is None:
-        return None
-    if isinstance(ceilings, (GPUSpec, str)):
-        spec = as_gpu(ceilings)
-        return spec.peak_flops_per_s(precision), spec.hbm_bytes_per_s, f"{spec.name} datasheet ({precision})"
-    if hasattr(ceilings, "flops_per_s") and hasattr(ceilings, "bytes_per_s"):
-        peak = _positive(ceilings.flops_per_s, "ceilings.flops_per_s", "FLOP per second")
-        bw = _positive(ceilings.bytes_per_s, "ceilings.bytes_per_s", "bytes per second")
-        where = getattr(ceilings, "device_name", "this machine")
-        return peak, bw, f"measured on {where}"
+def _read(profile) -> Trace:
+    obj = profile
+    if isinstance(obj, ProfiledRun):
+        obj = obj.profile
+    if isinstance(obj, Trace):
+        return obj
+    if obj is None or isinstance(obj, (bytes, int, float, bool)):
+        raise TypeError(
+            "profile must be a torch profiler result, a ProfiledRun, a Chrome-trace JSON (path or dict) "
+            f"or a list of OpStat rows, got {type(obj).__name__} {obj!r}"
+        )
+    if callable(getattr(obj, "export_chrome_trace", None)):
+        return read_trace(_export(obj), allow_empty=isinstance(profile, ProfiledRun))
+    if isinstance(obj, (str, os.PathLike, Mapping)):
+        return read_trace(obj)
+    if isinstance(obj, (list, tuple)):
+        if obj and all(isinstance(i, Mapping) and "ph" in i for i in obj):
+            return read_trace(list(obj))
+        rows = _from_plain(list(obj))
+        if not rows:
+            raise ValueError("the profile is empty: no rows")
+        return Trace(_merge(rows), "rows", None, None)
     raise TypeError(
-        "ceilings must be a MeasuredCeilings (measure.measure_ceilings()), a GPUSpec or a GPU name, "
-        f"got {type(ceilings).__name__} {ceilings!r}"
+        "profile must be a torch profiler result, a ProfiledRun, a Chrome-trace JSON (path or dict) "
+        f"or a list of OpStat rows, got {type(obj).__name__}"
     )
-
-
-def _guard(what, flops_per_s, bytes_per_s, roofs, tolerance):
-    if roofs is None:
-        return
-    peak, bw, where = roofs
-    limit = 1.0 + tolerance
-    if bytes_per_s is not None and bytes_per_s > bw * limit:
-        raise ImplausibleMeasurement(
-            f"{what} moves {bytes_per_s / 1e9:.3g} GB/s, {bytes_per_s / bw:.2f}x the memory roof "
-            f"({bw / 1e9:.3g} GB/s, {where}): the data came from a cache, the time is too short, or "
-            "bytes_moved counts traffic that never happened"
-        )
-    if flops_per_s is not None and flops_per_s > peak * limit:
-        raise ImplausibleMeasurement(
-            f"{what} reaches {flops_per_s / 1e9:.3g} GFLOP/s, {flops_per_s / peak:.2f}x the compute "
-            f"roof ({peak / 1e9:.3g} GFLOP/s, {where}): a FLOP is miscounted (1 multiply-add = 2 FLOP), "
-            "the roof is for a wider precision than the work used, or the timing stopped early"
-        )
 
 
 # --------------------------------------------------------------------------- the verdict
@@ -492,12 +719,12 @@ def _guard(what, flops_per_s, bytes_per_s, roofs, tolerance):
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """The verdict of :func:`diagnose`: a regime and the evidence that chose it.
+    """The verdict of :func:`diagnose`: a regime, the shares behind it, and the evidence.
 
-    ``shares`` and ``seconds`` are keyed by bucket ("compute", "memory", "overhead", "other");
-    the shares add up to 1. ``timeline`` says whose clock was read ("cpu": op self times on the
-    host; "device": kernel times on the GPU). ``top`` holds the rows with the most self time,
-    each with its ``kind`` filled in. Achieved rates are None when the counts were not given.
+    ``shares`` and ``seconds`` are keyed by pile (:data:`PILES`); the shares add up to 1.
+    ``regime`` is the pile holding more than :data:`MAJORITY` of the time, or "mixed".
+    ``rows`` holds every row and ``placed`` the pile each row's work time went to, in order. ``remedy`` is the
+    playbook's next step for this verdict.
     """
 
     regime: str
@@ -506,217 +733,281 @@ class Diagnosis:
     seconds: Mapping[str, float]
     total_seconds: float
     timeline: str
-    n_calls: int
-    top: tuple[OpStat, ...]
-    achieved_flops_per_s: float | None
-    achieved_bytes_per_s: float | None
-
-    @property
-    def remedy(self) -> str:
-        """The playbook's next step for this regime (:data:`REMEDIES`)."""
-        return REMEDIES[self.regime]
+    roof_label: str
+    rows: tuple[OpStat, ...]
+    placed: tuple[str, ...]
+    remedy: str
 
     def __str__(self) -> str:
-        lines = [f"{self.regime}-bound ({self.shares[self.regime]:.0%} of the time)"]
-        lines += [f"  - {line}" for line in self.evidence]
-        lines.append(f"  next: {self.remedy}")
-        return "\n".join(lines)
+        if self.regime == "mixed":
+            head = "mixed: " + ", ".join(f"{p} {self.shares[p]:.0%}" for p in PILES if self.shares[p] >= 0.005)
+        else:
+            head = f"{self.regime}-bound ({self.shares[self.regime]:.0%} of the time)"
+            if self.regime == "unclassified":
+                head = f"unclassified ({self.shares[self.regime]:.0%} of the time could not be counted)"
+        return "\n".join([head, *(f"  - {line}" for line in self.evidence), f"  next: {self.remedy}"])
 
 
-_BUCKET_OF_KIND = {"matmul": "compute", "elementwise": "memory", "view": "overhead",
-                   "host": "overhead", "comms": "overhead", "other": "other"}
+def _roof_for(row: OpStat, roof_arg, trace: Trace, precision, cache) -> Roof:
+    """The roof a row is placed against: the caller's, or the trace's GPU in the row's precision."""
+    source = roof_arg
+    if source is None:
+        if trace.timeline != "device":
+            raise ValueError(
+                "a CPU profile needs this machine's roof: pass roof=measure.measure_ceilings(device='cpu') "
+                "(or a Roof, or a GPU for hand-made rows)"
+            )
+        if trace.gpu is None:
+            raise ValueError(
+                "the trace names no GPU (it has no 'deviceProperties'): pass roof=<a registry GPU name, "
+                "e.g. 'H100'> or roof=rl.Roof(peak_flops_per_s, bytes_per_s, label)"
+            )
+        source = _gpu_of(trace.gpu)
+    if isinstance(source, (GPUSpec, str)):
+        spec = as_gpu(source) if not isinstance(source, GPUSpec) else source
+        p = precision or row.precision or "fp32"
+        key = (spec.name, p)
+        if key not in cache:
+            cache[key] = Roof.of_gpu(spec, p)
+        return cache[key]
+    return _as_roof(source)
 
 
-def _kind(row: OpStat, classify, roofs) -> str:
-    if row.kind:
-        return row.kind
-    if roofs is not None and row.flops and row.bytes_moved:
-        peak, bw, _ = roofs
-        return "matmul" if row.flops / row.bytes_moved >= peak / bw else "elementwise"
-    if classify is not None:
-        kind = classify(row.name)
-        if kind is not None:
-            if kind not in KINDS:
-                raise ValueError(f"classify({row.name!r}) must return one of {', '.join(KINDS)} or None, got {kind!r}")
-            return kind
-    return classify_op(row.name)
+def _gpu_of(name: str) -> GPUSpec:
+    try:
+        return as_gpu(name)
+    except ValueError:
+        pass
+    from .records import match_gpu  # torch's device names ("NVIDIA H100 80GB HBM3") -> registry
+
+    try:
+        return match_gpu(name)
+    except (ValueError, TypeError):
+        from .hardware import known_gpus
+
+        raise ValueError(
+            f"the trace was recorded on {name!r}, which the registry does not know (it knows: "
+            f"{', '.join(known_gpus())}): pass roof=<the nearest registry GPU> or "
+            "roof=rl.Roof(peak_flops_per_s, bytes_per_s, label) with your GPU's datasheet figures"
+        ) from None
 
 
-def _pct(x: float) -> str:
-    return f"{x:.0%}" if x >= 0.01 or x == 0 else f"{x * 100:.2g}%"
-
-
-def _seconds(s: float) -> str:
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} us"
-
-
-def _names(rows: list[OpStat], limit: int = 3) -> str:
+def _names(rows, limit: int = 3, with_intensity: bool = False) -> str:
     rows = sorted(rows, key=lambda r: -r.seconds)
-    shown = ", ".join(f"{r.name} x{r.calls}" for r in rows[:limit])
-    return shown + (f" and {len(rows) - limit} more" if len(rows) > limit else "")
+    parts = []
+    for r in rows[:limit]:
+        bit = f"{r.name} x{r.calls}"
+        if with_intensity and r.intensity is not None:
+            bit += f" at {r.intensity:.3g} FLOP/B"
+        parts.append(bit)
+    return ", ".join(parts) + (f" and {len(rows) - limit} more" if len(rows) > limit else "")
 
 
 def diagnose(
-    profile_or_events,
+    profile,
     *,
-    flops: float | None = None,
-    bytes_moved: float | None = None,
-    ceilings=None,
-    precision: str = "bf16",
+    roof=None,
+    precision: str | None = None,
     wall_seconds: float | None = None,
-    tiny_call_seconds: float = TINY_CALL_SECONDS,
-    classify: Callable[[str], str | None] | None = None,
-    top_n: int = 5,
-    tolerance: float = PLAUSIBILITY_TOLERANCE,
+    fixed_cost_seconds: float | None = None,
 ) -> Diagnosis:
-    """Say whether a profiled program is compute-, memory- or overhead-bound, with evidence.
+    """Say whether a profiled program is compute-, memory- or overhead-bound, or mixed, with evidence.
 
-    ``profile_or_events``: a torch profiler result or a list of rows (see the module docstring).
-    ``flops`` and ``bytes_moved``: the whole program's work (1 multiply-add = 2 FLOP; bytes to
-    and from main memory), used for the achieved-versus-ceiling evidence. ``ceilings``: a
-    :class:`~roofline_lib.measure.MeasuredCeilings` or a GPU (with ``precision``), the roofs to
-    compare with. ``wall_seconds``: the program's wall-clock time; what the rows do not account
-    for counts as overhead (idle). ``classify(name)`` may return a kind from :data:`KINDS` (or
-    None to fall back on :func:`classify_op`).
+    ``profile``: a :class:`ProfiledRun`, a torch profiler result, a Chrome-trace JSON (path or
+    dict) or hand-made rows (see the module docstring). ``roof``: the roof to place ops against --
+    a :class:`~roofline_lib.measure.MeasuredCeilings` or :class:`~roofline_lib.roofline.Roof`, or a
+    registry GPU (then each op is read in its own precision unless ``precision`` is given). A CPU
+    profile needs it; a GPU trace defaults to the GPU it names. ``wall_seconds``: the span the
+    profile covers (a ProfiledRun brings its own); what the ops do not cover is idle.
+    ``fixed_cost_seconds``: the fixed cost of one CPU op call (a ProfiledRun brings one measured
+    by :func:`measure_fixed_cost`); ignored on a GPU timeline.
 
-    The verdict is the largest of the compute, memory and overhead shares of time. Raises
-    ValueError for an empty profile or bad numbers, TypeError for something that is not a
-    profile, and ImplausibleMeasurement when a rate beats its roof by more than ``tolerance``.
+    Each slice of time is placed by :data:`TRIAGE_RULES`; the verdict is the pile with more than
+    half the time, else "mixed". Raises TypeError for something that is not a profile, ValueError
+    for an empty one or a missing roof.
     """
-    tiny = _positive(tiny_call_seconds, "tiny_call_seconds", "seconds")
-    tol = _positive(tolerance, "tolerance", "fraction", allow_zero=True)
-    n_top = _positive_int(top_n, "top_n", "rows")
-    if classify is not None and not callable(classify):
-        raise TypeError(f"classify must be a callable taking an op name, got {classify!r}")
-    f_total = None if flops is None else _positive(flops, "flops", "FLOP", allow_zero=True)
-    b_total = None if bytes_moved is None else _positive(bytes_moved, "bytes_moved", "bytes", allow_zero=True)
     wall = None if wall_seconds is None else _positive(wall_seconds, "wall_seconds", "seconds")
-    roofs = _read_ceilings(ceilings, precision)
+    fixed = None if fixed_cost_seconds is None else _positive(fixed_cost_seconds, "fixed_cost_seconds", "seconds", allow_zero=True)
+    if isinstance(profile, ProfiledRun):
+        wall = wall if wall is not None else profile.wall_seconds
+        fixed = fixed if fixed is not None else profile.fixed_cost_seconds
+    if precision is not None and not isinstance(precision, str):
+        raise TypeError(f"precision must be a precision name such as 'bf16', got {precision!r}")
+    trace = _read(profile)
+    rows = trace.rows
+    op_seconds = sum(r.seconds for r in rows)
+    if op_seconds <= 0 and not (rows == () and wall):
+        raise ValueError("the profile holds no time: every row has 0 seconds")
+    if trace.timeline == "device":
+        fixed = 0.0  # a kernel's time is work; launch cost shows up as idle gaps
+    fixed = fixed or 0.0
 
-    if wall is None and isinstance(profile_or_events, ProfiledRun):
-        wall = profile_or_events.wall_seconds
-    rows, timeline = op_stats(profile_or_events)
-    kinds = [replace(r, kind=_kind(r, classify, roofs)) for r in rows]
-
-    buckets = {"compute": 0.0, "memory": 0.0, "overhead": 0.0, "other": 0.0}
-    tiny_rows, view_host_rows, comms_rows, other_rows = [], [], [], []
-    for r in kinds:
-        if r.seconds == 0:
-            continue
-        if r.kind in ("view", "host"):
-            view_host_rows.append(r)  # no work to speed up, whatever the call's length
-            buckets["overhead"] += r.seconds
-        elif r.kind == "comms":
-            comms_rows.append(r)  # waiting on other chips: the playbook's overhead/comms branch
-            buckets["overhead"] += r.seconds
-        elif r.seconds_per_call < tiny:
-            tiny_rows.append(r)
-            buckets["overhead"] += r.seconds
-        else:
-            buckets[_BUCKET_OF_KIND[r.kind]] += r.seconds
-            if r.kind == "other":
-                other_rows.append(r)
-    op_seconds = sum(buckets.values())
-
+    piles = dict.fromkeys(PILES, 0.0)
+    placed: list[str] = []
     evidence: list[str] = []
+    span = wall if wall is not None else trace.window_seconds
+    busy = trace.busy_seconds if trace.busy_seconds is not None else op_seconds
     idle = 0.0
-    if wall is not None:
-        if wall >= op_seconds:
-            idle = wall - op_seconds
+    if span is not None:
+        if span >= busy:
+            idle = span - busy
         else:
             evidence.append(
-                f"the rows add up to {_seconds(op_seconds)}, more than the {_seconds(wall)} wall-clock: "
-                "they overlap (several threads or streams) or the profiler slowed them; no idle time counted"
+                f"the ops cover {_fmt_seconds(busy)}, more than the {_fmt_seconds(span)} span read: they "
+                "overlap across threads or streams; no idle time counted"
             )
-    buckets["overhead"] += idle
-    total = op_seconds + idle
-    shares = {k: v / total for k, v in buckets.items()}
-    regime = max(REGIMES, key=lambda k: shares[k])
+    piles[_walk({"idle": True})] += idle
 
-    n_calls = sum(r.calls for r in kinds)
-    matmul_rows = [r for r in kinds if r.kind == "matmul" and r.seconds_per_call >= tiny]
-    memory_rows = [r for r in kinds if r.kind == "elementwise" and r.seconds_per_call >= tiny]
-    clock = "GPU kernel time" if timeline == "device" else "op self time on the CPU"
-    evidence.append(f"{_seconds(total)} read from {clock}, {n_calls:,} calls over {len(kinds)} distinct ops")
-    evidence.append(
-        f"matmul-like ops: {shares['compute']:.0%} of the time"
-        + (f" ({_names(matmul_rows)})" if matmul_rows else "")
-    )
-    evidence.append(
-        f"element-wise, norm and copy ops: {shares['memory']:.0%} of the time"
-        + (f" ({_names(memory_rows)})" if memory_rows else "")
-    )
-    tiny_calls = sum(r.calls for r in tiny_rows)
+    roofs: dict = {}
+    used_roofs: list[Roof] = []
+    fixed_total = 0.0
+    no_data_rows, fast_rows = [], []
+    for r in rows:
+        fixed_part = min(r.seconds, fixed * r.calls)
+        fixed_total += fixed_part
+        piles[_walk({"idle": False, "fixed": True})] += fixed_part
+        work = r.seconds - fixed_part
+        facts = {"idle": False, "fixed": False, "counted": r.counted,
+                 "work": bool(r.counted and (r.flops or r.bytes_moved))}
+        if facts["work"]:
+            the_roof = _roof_for(r, roof, trace, precision, roofs)
+            if the_roof not in used_roofs:
+                used_roofs.append(the_roof)
+            facts["ridge"] = r.flops < the_roof.ridge * r.bytes_moved  # intensity below the ridge
+            if r.seconds > 0:
+                try:
+                    check_plausible(r.flops / r.seconds, r.bytes_moved / r.seconds, the_roof,
+                                    tolerance=PLAUSIBILITY_TOLERANCE, what=r.name)
+                except ValueError:
+                    fast_rows.append(r)
+        pile = _walk(facts)
+        if pile == "overhead" and facts["counted"]:
+            no_data_rows.append(r)
+        placed.append(pile)
+        piles[pile] += work
+
+    total = sum(piles.values())
+    shares = {k: v / total for k, v in piles.items()}
+    top = max(PILES, key=lambda k: shares[k])
+    regime = top if shares[top] > MAJORITY else "mixed"
+
+    # evidence, pile by pile
+    clock = {"cpu": "op self time on the CPU", "device": "GPU kernel time", "rows": "the rows given"}[trace.timeline]
+    n_calls = sum(r.calls for r in rows)
+    labels = sorted({f"{ro.label} (ridge {ro.ridge:.3g} FLOP/B)" for ro in used_roofs})
+    roof_label = "; ".join(labels) if labels else "none needed"
+    evidence.append(f"{_fmt_seconds(total)} read from {clock}, {n_calls:,} calls of {len(rows)} ops; "
+                    f"roof: {roof_label}")
+    for pile in ("memory", "compute"):
+        members = [r for r, p in zip(rows, placed) if p == pile]
+        if members:
+            evidence.append(f"{pile}-bound work, intensity {'below' if pile == 'memory' else 'at or above'} the "
+                            f"ridge: {shares[pile]:.0%} ({_names(members, with_intensity=True)})")
     parts = []
-    if tiny_rows:
-        parts.append(f"{tiny_calls:,} calls under {_seconds(tiny)} each take "
-                     f"{sum(r.seconds for r in tiny_rows) / total:.0%}")
-    if view_host_rows:
-        parts.append(f"views and host-side ranges take {sum(r.seconds for r in view_host_rows) / total:.0%}")
-    if comms_rows:
-        parts.append(f"communication ({_names(comms_rows)}) takes {sum(r.seconds for r in comms_rows) / total:.0%}")
     if idle:
-        parts.append(f"wall-clock time outside every op takes {idle / total:.0%}")
-    parts = [p for p in parts if not p.endswith(" 0%")]  # a part that rounds to nothing is clutter
-    evidence.append(f"overhead: {shares['overhead']:.0%} of the time" + (f" ({'; '.join(parts)})" if parts else ""))
-    if other_rows:
+        parts.append(("idle gaps between kernels" if trace.timeline == "device" else
+                      "wall time outside every op") + f" {idle / total:.0%}")
+    if fixed_total:
+        parts.append(f"fixed cost {_fmt_seconds(fixed)} x {n_calls:,} calls {fixed_total / total:.0%}")
+    if no_data_rows:
+        parts.append(f"ops that move no data ({_names(no_data_rows)}) "
+                     f"{sum(r.seconds for r in no_data_rows) / total:.0%}")
+    if shares["overhead"] or parts:
+        evidence.append(f"overhead: {shares['overhead']:.0%}" + (f" ({'; '.join(parts)})" if parts else ""))
+    unclassified = [r for r, p in zip(rows, placed) if p == "unclassified"]
+    if unclassified:
+        why = sorted({r.note for r in unclassified if r.note})
+        line = f"unclassified: {shares['unclassified']:.0%} ({_names(unclassified)})"
+        if not trace.has_shapes:
+            line += f"; {_NO_SHAPES}"
+        elif why:
+            line += "; " + ", ".join(why)
+        evidence.append(line)
+    if fast_rows:
         evidence.append(
-            f"unrecognised ops: {shares['other']:.0%} of the time ({_names(other_rows)}); "
-            "pass classify= to name them"
-            + ("; they outweigh the verdict's share, so treat it with care"
-               if shares["other"] > shares[regime] else "")
+            f"faster than the roof in use: {_names(fast_rows)} -- their data came from cache (the minimum "
+            "bytes overstate main-memory traffic) or the roof was read under load; the regime still "
+            "follows from intensity"
         )
+    if regime == "mixed":
+        evidence.append(f"no pile holds more than {MAJORITY:.0%} of the time; the largest is {top}")
 
-    # per-kind rates from rows that carry FLOPs (torch's with_flops=True fills matmul rows)
-    counted = [r for r in matmul_rows if r.flops]
-    if counted and roofs is not None:
-        f_rows = sum(r.flops for r in counted)
-        t_rows = sum(r.seconds for r in counted)
-        rate = f_rows / t_rows
-        _guard("the matmul rows", rate, None, roofs, tol)
-        evidence.append(
-            f"matmul rows ran at {rate / 1e9:.3g} GFLOP/s, {rate / roofs[0]:.0%} of the compute roof "
-            f"({roofs[2]})"
-        )
-
-    achieved_f = achieved_b = None
-    if f_total is not None or b_total is not None:
-        seconds = wall if wall is not None else total
-        achieved_f = None if f_total is None else f_total / seconds
-        achieved_b = None if b_total is None else b_total / seconds
-        _guard("the program", achieved_f, achieved_b, roofs, tol)
-        if roofs is not None:
-            peak, bw, where = roofs
-            bits = []
-            if achieved_f is not None:
-                bits.append(f"{achieved_f / 1e9:.3g} GFLOP/s = {_pct(achieved_f / peak)} of the compute roof")
-            if achieved_b is not None:
-                bits.append(f"{achieved_b / 1e9:.3g} GB/s = {_pct(achieved_b / bw)} of the memory roof")
-            line = f"whole program over {_seconds(seconds)}: " + ", ".join(bits) + f" ({where})"
-            if f_total and b_total:
-                ridge = peak / bw
-                intensity = f_total / b_total
-                side = "at or above" if intensity >= ridge else "below"
-                line += f"; intensity {intensity:.3g} FLOP/B is {side} the ridge of {ridge:.3g}"
-            evidence.append(line)
-
-    top = tuple(sorted(kinds, key=lambda r: -r.seconds)[:n_top])
+    remedy = _remedy(regime if regime != "mixed" else top, rows, placed)
+    if regime == "mixed":
+        remedy = f"{REMEDIES['mixed']} ({top}: {remedy})"
     return Diagnosis(
         regime=regime,
         evidence=tuple(evidence),
         shares=MappingProxyType(shares),
-        seconds=MappingProxyType(dict(buckets)),
+        seconds=MappingProxyType(piles),
         total_seconds=total,
-        timeline=timeline,
-        n_calls=n_calls,
-        top=top,
-        achieved_flops_per_s=achieved_f,
-        achieved_bytes_per_s=achieved_b,
+        timeline=trace.timeline,
+        roof_label=roof_label,
+        rows=rows,
+        placed=tuple(placed),
+        remedy=remedy,
     )
+
+
+def _remedy(pile: str, rows, placed) -> str:
+    if pile == "memory":
+        by_family: dict[str, float] = {}
+        for r, p in zip(rows, placed):
+            if p == "memory":
+                by_family[r.family] = by_family.get(r.family, 0.0) + r.seconds
+        if by_family and max(by_family, key=by_family.get) == "matmul":
+            return REMEDIES["memory-matmul"]
+    return REMEDIES[pile]
+
+
+# --------------------------------------------------------------------------- the tree, drawn
+
+
+def plot_triage(diagnosis: Diagnosis | None = None):
+    """Draw :data:`TRIAGE_RULES` as a decision tree (matplotlib); returns the figure.
+
+    Each box is a rule's question, each arrow its yes/no answer, each leaf a pile -- read from the
+    same rules :func:`diagnose` walks. Given a ``diagnosis``, each leaf shows its share of time.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9.5, 7.2))
+    ax.set_axis_off()
+    n = len(TRIAGE_RULES)
+    colors = {"compute": "#f4a582", "memory": "#92c5de", "overhead": "#d9d9d9", "unclassified": "#ffffbf"}
+    y = {r.key: 1 - i / (n + 0.2) for i, r in enumerate(TRIAGE_RULES)}
+    box = dict(boxstyle="round,pad=0.4", fc="white", ec="black")
+    for r in TRIAGE_RULES:
+        ax.text(0.38, y[r.key], r.question, ha="center", va="center", fontsize=8.5, bbox=box)
+    for r in TRIAGE_RULES:
+        for answer, target, dx in (("yes", r.yes, 1), ("no", r.no, 0)):
+            if target in _RULES:  # the next question, below
+                start, end = (0.38, y[r.key] - 0.055), (0.38, y[target] + 0.055)
+                ax.annotate("", end, start, arrowprops=dict(arrowstyle="->"))
+                ax.text(0.39, (y[r.key] + y[target]) / 2, answer, fontsize=8, va="center")
+            else:  # a pile, to the side
+                side = 0.82 if dx else 0.05
+                label = target
+                if diagnosis is not None:
+                    label += f"\n{diagnosis.shares[target]:.0%} of the time"
+                ax.annotate("", (side - 0.07 if dx else side + 0.08, y[r.key]),
+                            (0.56 if dx else 0.2, y[r.key]), arrowprops=dict(arrowstyle="->"))
+                ax.text((0.56 + side - 0.07) / 2 if dx else (0.2 + side + 0.08) / 2, y[r.key] + 0.015, answer,
+                        fontsize=8, ha="center")
+                ax.text(side + (0.0 if dx else 0.0), y[r.key], label, ha="left" if dx else "center",
+                        va="center", fontsize=9, bbox=dict(boxstyle="round,pad=0.35", fc=colors[target], ec="black"))
+    verdict = (f"verdict: the pile with more than {MAJORITY:.0%} of the time; none -> mixed")
+    if diagnosis is not None:
+        verdict += f"\nhere: {diagnosis.regime}"
+    ax.text(0.5, -0.04, verdict, ha="center", va="center", fontsize=9.5,
+            bbox=dict(boxstyle="round,pad=0.4", fc="#e5f5e0", ec="black"))
+    ax.set_xlim(0, 1.05)
+    ax.set_ylim(-0.1, 1.08)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- MFU measured here
 
 
 def measured_mfu(model_flops, seconds, ceilings, *, precision: str = "bf16",
@@ -725,16 +1016,15 @@ def measured_mfu(model_flops, seconds, ceilings, *, precision: str = "bf16",
 
     ``model_flops`` is the step's model FLOP count under a convention you state (6N, three-term,
     or a FlopCounterMode audit); ``seconds`` a float or a Timing (its median); ``ceilings`` a
-    MeasuredCeilings (its matmul rate is the peak) or a GPU name/spec (its dense peak in
-    ``precision``).
-    Raises ImplausibleMeasurement above ``1 + tolerance``: a step cannot beat the matmul roof.
+    MeasuredCeilings (its matmul rate is the peak), a Roof, or a GPU name/spec (its dense peak in
+    ``precision``). Raises ImplausibleMeasurement by the one plausibility rule: a step cannot beat
+    the matmul roof.
     """
     f = _positive(model_flops, "model_flops", "FLOP")
     t = _positive(getattr(seconds, "median_s", seconds), "seconds", "seconds")
-    roofs = _read_ceilings(ceilings, precision)
-    if roofs is None:
-        raise TypeError("ceilings must be a MeasuredCeilings, a GPUSpec or a GPU name, got None")
-    tol = _positive(tolerance, "tolerance", "fraction", allow_zero=True)
+    if ceilings is None:
+        raise TypeError("ceilings must be a MeasuredCeilings, a Roof, a GPUSpec or a GPU name, got None")
+    the_roof = _as_roof(ceilings, precision)
     achieved = f / t
-    _guard("the measured step", achieved, None, roofs, tol)
-    return achieved / roofs[0]
+    check_plausible(achieved, 0.0, the_roof, tolerance=tolerance, what="the measured step")
+    return achieved / the_roof.peak_flops_per_s

@@ -150,3 +150,93 @@ def test_memory_levels_the_registry_lacks_are_refused():
         rl.attainable_flops_per_s(10, "H100", memory="l2")
     with pytest.raises(ValueError, match="memory must be one of 'hbm', 'l2'"):
         rl.ridge_point("A100", memory="smem")
+
+
+# --------------------------------------------------------------------------- the roof value
+
+
+def test_a_roof_answers_every_question_from_two_numbers():
+    r = rl.Roof(100e9, 10e9, "toy")  # 100 GFLOP/s over 10 GB/s
+    assert r.ridge == 10.0  # 100e9 / 10e9
+    assert r.attainable_flops_per_s(2) == 20e9  # 10e9 B/s * 2 FLOP/B, under the peak
+    assert r.attainable_flops_per_s(50) == 100e9  # capped at the peak
+    assert r.bound(9.99) == "memory" and r.bound(10) == "compute" and r.bound(0) == "memory"
+    assert r.seconds(1e9, 4e9) == 0.4  # max(1e9 / 100e9, 4e9 / 10e9) = max(0.01, 0.4)
+    assert r.seconds(0, 1e9) == 0.1  # a copy: no FLOPs, 1e9 B / 10e9 B/s
+
+
+def test_the_module_functions_ask_the_roof():
+    a100 = rl.roof("A100")
+    assert rl.ridge_point("A100") == a100.ridge
+    assert rl.attainable_flops_per_s(10, "A100") == a100.attainable_flops_per_s(10)
+    # time at the roof: 4.8e9 B on the H200's 4.8 TB/s = 1 ms; 1e9 FLOP at fp32 67 TFLOP/s = 15 us
+    assert rl.time_at_roof_seconds(1e9, 4.8e9, "H200", "fp32") == pytest.approx(1e-3)
+    # 6.7e12 FLOP / 67e12 FLOP/s (fp32) = 0.1 s; 1 byte takes nothing
+    assert rl.time_at_roof_seconds(6.7e12, 1, "H200", "fp32") == pytest.approx(0.1)
+    assert rl.roof(a100) is a100
+
+
+def test_a_measured_roof_comes_from_measured_ceilings():
+    from roofline_lib.measure import MeasuredCeilings
+
+    c = MeasuredCeilings(bytes_per_s=50e9, flops_per_s=200e9, device_name="test CPU", precision="fp32",
+                         n_threads=2, date="2026-01-01T00:00:00+00:00", torch_version="x")
+    r = rl.roof(c)
+    assert r.ridge == 4.0 and c.ridge == r.ridge  # 200e9 / 50e9, one definition
+    assert "measured on test CPU" in r.label
+    # 4.8e9 B at a measured 4.0e12 B/s = 1.2 ms, slower than the H200 datasheet's 1 ms
+    slow = rl.Roof(rl.gpu("H200").peak_flops_per_s("fp32"), 4.0e12, "H200, measured copy")
+    assert slow.seconds(1e9, 4.8e9) == pytest.approx(1.2e-3)
+
+
+def test_a_verdict_carries_its_time_at_the_roof():
+    # 1e9 B at 2039e9 B/s = 0.49 ms at the roof; measured 1 ms
+    v = rl.kernel_verdict(1e9, 1e9, 1e-3, "A100")
+    assert v.time_at_roof_seconds == pytest.approx(1e9 / 2039e9)
+    assert v.roof.label == "A100 80GB SXM bf16"
+
+
+def test_a_roof_refuses_bad_numbers_and_things_that_are_not_roofs():
+    with pytest.raises(ValueError, match="bytes_per_s must be a positive number of bytes per second"):
+        rl.Roof(1e12, 0, "zero bandwidth")
+    with pytest.raises(TypeError, match="label must be a non-empty string"):
+        rl.Roof(1e12, 1e12, "")
+    with pytest.raises(TypeError, match="a roof must be a Roof, a GPU"):
+        rl.roof(42)
+    with pytest.raises(ValueError, match="cannot both be 0"):
+        rl.Roof(1e12, 1e12, "x").seconds(0, 0)
+    with pytest.raises(ValueError, match="has no fp8"):
+        rl.time_at_roof_seconds(1, 1, "A100", "fp8")
+
+
+# --------------------------------------------------------------------------- the one plausibility rule
+
+
+def test_check_plausible_is_the_one_rule():
+    r = rl.Roof(100e9, 10e9, "toy")
+    rl.check_plausible(105e9, 10.5e9, r)  # exactly 5 % above both roofs: allowed
+    with pytest.raises(rl.ImplausibleMeasurement, match="1.06x the memory bandwidth roof"):
+        rl.check_plausible(0, 10.6e9, r)
+    with pytest.raises(rl.ImplausibleMeasurement, match="1.06x the compute peak"):
+        rl.check_plausible(106e9, 0, r)
+    rl.check_plausible(0, 11e9, r, tolerance=0.1)  # a caller may widen it, up to the cap
+    rl.check_plausible(1e9, 1e9, rl.gpu("A100"), "bf16")  # a GPUSpec with its precision
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(achieved_flops_per_s=float("nan")), ValueError, "achieved_flops_per_s must be a finite"),
+        (dict(achieved_bytes_per_s=float("nan")), ValueError, "achieved_bytes_per_s must be a finite"),
+        (dict(achieved_bytes_per_s=-1.0), ValueError, "achieved_bytes_per_s must be a non-negative"),
+        (dict(tolerance=-0.01), ValueError, "tolerance must be a non-negative"),
+        (dict(tolerance=100), ValueError, "tolerance must be a fraction from 0 to 0.25.*101x the roof"),
+        (dict(tolerance=True), TypeError, "tolerance must be a fraction"),
+        (dict(spec="A100"), TypeError, "spec must be a Roof .* or a GPUSpec .*pass rl.gpu\\(name\\)"),
+    ],
+)
+def test_check_plausible_validates_its_input(kwargs, error, match):
+    args = dict(achieved_flops_per_s=1e9, achieved_bytes_per_s=1e9, spec=rl.roof("A100"))
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        rl.check_plausible(**args)
