@@ -27,6 +27,8 @@ a reduce-scatter then an all-gather, each ``n - 1`` steps of ``S / n``. The tree
 NCCL's pipelined double binary tree: a reduce up and a broadcast down a tree of depth
 ``ceil(log2 n)``, so the latency grows with ``log2 n`` but every rank sends the data about twice.
 All-to-all assumes a switch (full bisection), as NVSwitch and a non-blocking fat tree provide.
+Reductions inside the switch (NVLink SHARP, NCCL's NVLS) are not modelled: there each GPU sends an
+all-reduce's data about once, not ``2 (n - 1) / n`` times, and its bus bandwidth can exceed the link.
 
 *Algorithm bandwidth* is ``S / seconds``; *bus bandwidth* is the algorithm bandwidth times the
 factor, chosen so that it is comparable with the link's one-direction bandwidth whatever ``n``
