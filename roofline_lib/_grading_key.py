@@ -74,6 +74,7 @@ EXERCISES: dict[str, Exercise] = {
         Exercise("ex3", "ex3_70b_budget", "A 70B config: training bill and decode"),
         Exercise("ex4", "ex4_naive_attention", "Naive QK^T: bytes, intensity, FlashAttention"),
         Exercise("ex5", "ex5_precision_sweep", "A precision sweep from a datasheet"),
+        Exercise("ex6", "ex6_allreduce_overlap", "The gradient all-reduce and its overlap"),
     )
 }
 
@@ -102,6 +103,16 @@ EX5 = dict(
     ibis={"hbm_bytes_per_s": 2.0e12, "peak_flops_per_s": {"fp32": 19.5e12, "bf16": 312e12}},
     ibis_copied_seconds={"fp32": 200e-6, "bf16": 100e-6, "fp8": 50e-6},
 )
+
+EX6 = dict(
+    n_params=8e9, grad_bytes_per_param=2, n_gpus=16, tokens_per_gpu=16384,
+    bf16_flops_per_s=750e12, mfu=0.45,  # "Kestrel K2", the MFU the run reaches
+    alpha_seconds=20e-6, link_bytes_per_s=50e9,  # one direction, per accelerator
+    n_gpus_large=128, global_tokens=262144,
+)
+#: The share of a step's compute under which a gradient all-reduce can run: the backward pass,
+#: 4 N of the 6 N FLOPs per token.
+BACKWARD_SHARE = 4 / 6
 
 #: Bytes per element of every number format the exercises' functions must handle.
 WIDTHS = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp6": 0.75,
@@ -151,6 +162,50 @@ def _ex4_fused():
 
 def _ex4_ridge():
     return EX4["bf16_flops_per_s"] / EX4["hbm_bytes_per_s"]
+
+
+def _ring_allreduce_seconds(message_bytes, n, alpha_seconds, bytes_per_s):
+    """Ring all-reduce: a reduce-scatter then an all-gather, each n - 1 messages of S / n bytes."""
+    if n == 1:
+        return 0.0
+    return 2 * (n - 1) * alpha_seconds + 2 * (n - 1) / n * message_bytes / bytes_per_s
+
+
+def _ex6_compute_seconds(tokens_per_gpu):
+    return 6 * EX6["n_params"] * tokens_per_gpu / (EX6["mfu"] * EX6["bf16_flops_per_s"])
+
+
+def _ex6_comms_seconds(n):
+    return _ring_allreduce_seconds(EX6["n_params"] * EX6["grad_bytes_per_param"], n,
+                                   EX6["alpha_seconds"], EX6["link_bytes_per_s"])
+
+
+def _ex6_exposed(n, tokens_per_gpu):
+    compute = _ex6_compute_seconds(tokens_per_gpu)
+    return max(0.0, _ex6_comms_seconds(n) - BACKWARD_SHARE * compute)
+
+
+def ref_step_seconds(n_params, tokens_per_gpu, n_gpus, accelerator, link):
+    """EX6's function: one data-parallel step with its gradient all-reduce overlapped, or ValueError."""
+    def positive(x, name):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+            raise ValueError(f"{name} must be positive")
+        return float(x)
+
+    n_params, tokens = positive(n_params, "n_params"), positive(tokens_per_gpu, "tokens_per_gpu")
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, int) or n_gpus < 1:
+        raise ValueError("n_gpus must be a whole number of at least 1")
+    peak = positive(accelerator["bf16_flops_per_s"], "bf16_flops_per_s")
+    mfu = positive(accelerator["mfu"], "mfu")
+    if mfu > 1:
+        raise ValueError("mfu must be a fraction")
+    alpha = float(link["alpha_seconds"])
+    if not alpha >= 0:
+        raise ValueError("alpha_seconds must not be negative")
+    bw = positive(link["bytes_per_s"], "bytes_per_s")
+    compute = 6 * n_params * tokens / (mfu * peak)
+    comms = _ring_allreduce_seconds(n_params * 2, n_gpus, alpha, bw)
+    return compute + max(0.0, comms - BACKWARD_SHARE * compute)
 
 
 def _check_datasheet(datasheet):
@@ -522,6 +577,25 @@ def _sweep_probes(rng, *, refuse: str | None):
     return probes
 
 
+def _step_probes(rng, *, refuse: bool):
+    probes = []
+    for i, n in enumerate([1, 2, rng.choice([8, 16]), rng.choice([64, 128]), rng.choice([512, 1024])]):
+        accelerator = {"bf16_flops_per_s": round(rng.uniform(100, 2500), 1) * 1e12,
+                       "mfu": round(rng.uniform(0.2, 0.6), 3)}
+        link = {"alpha_seconds": round(rng.uniform(1, 50), 2) * 1e-6,
+                "bytes_per_s": round(rng.uniform(10, 450), 1) * 1e9}
+        args = (rng.choice([1.3e9, 7e9, 13e9, 70e9]), rng.choice([1024, 4096, 16384, 65536]), n,
+                accelerator, link)
+        probes.append(Probe(f"v{i}", "step_seconds", args, "valid"))
+    if refuse:
+        base = probes[2].args
+        probes.append(Probe("r0", "step_seconds", (base[0], base[1], 0, base[3], base[4]), "refuse"))
+        probes.append(Probe("r1", "step_seconds", (base[0], -base[1], base[2], base[3], base[4]), "refuse"))
+        probes.append(Probe("r2", "step_seconds", (base[0], base[1], base[2],
+                                                   {**base[3], "mfu": round(rng.uniform(1.5, 40), 1)}, base[4]), "refuse"))
+    return probes
+
+
 def draw_probes(part: "Part", rng: random.Random) -> list[Probe]:
     return part.probes(rng) if part.probes else []
 
@@ -683,6 +757,57 @@ _PART_LIST: list[Part] = [
         "copied_sweep", "D", ("A", "B", "C", "D"), "Check each row against the datasheet: the formats, then the roof.")),
     Part("ex5-g", "why the bf16 row cannot be real", ("copied_sweep_reason",), choice(
         "copied_sweep_reason", 2, (1, 2, 3, 4), "No measurement can beat its roof.")),
+]
+
+_OVERLAP = ("A gradient's all-reduce can start only once the backward pass has produced it, so "
+            "it hides under the backward pass at most; what does not fit is exposed.")
+_RING = "A ring all-reduce is a reduce-scatter then an all-gather; in each, a rank sends n - 1 chunks of S / n."
+
+_PART_LIST += [
+    Part("ex6-a", "the gradient message", ("gradient_bytes",), number(
+        "gradient_bytes", lambda: EX6["n_params"] * EX6["grad_bytes_per_param"], "bytes",
+        "One gradient per parameter, at the width the gradients are sent in.",
+        traps=[(lambda: EX6["n_params"] * 4, "the gradients are sent in bf16, 2 bytes each.")])),
+    Part("ex6-b", "bytes each accelerator sends", ("bytes_sent_per_gpu",), number(
+        "bytes_sent_per_gpu",
+        lambda: 2 * (EX6["n_gpus"] - 1) / EX6["n_gpus"] * EX6["n_params"] * EX6["grad_bytes_per_param"],
+        "bytes", _RING,
+        traps=[(lambda: EX6["n_params"] * EX6["grad_bytes_per_param"],
+                "each byte of the gradient leaves a rank about twice: once in the reduce-scatter, once in the all-gather."),
+               (lambda: (EX6["n_gpus"] - 1) / EX6["n_gpus"] * EX6["n_params"] * EX6["grad_bytes_per_param"],
+                "that is one of the two phases only.")])),
+    Part("ex6-c", "the all-reduce time", ("allreduce_seconds",), number(
+        "allreduce_seconds", lambda: _ex6_comms_seconds(EX6["n_gpus"]), "seconds",
+        "Alpha-beta: a fixed cost per message sent one after another, plus the bytes over the link bandwidth.",
+        traps=[(lambda: _ex6_comms_seconds(EX6["n_gpus"]) / 2, "count both phases of the ring.")])),
+    Part("ex6-d", "the compute time of a step", ("compute_seconds",), number(
+        "compute_seconds", lambda: _ex6_compute_seconds(EX6["tokens_per_gpu"]), "seconds",
+        "Training costs about 6 FLOP per parameter per token; MFU is the share of the peak that does them.",
+        traps=[(lambda: 6 * EX6["n_params"] * EX6["tokens_per_gpu"] / EX6["bf16_flops_per_s"],
+                "the run reaches its MFU, not the peak.")])),
+    Part("ex6-e", "hidden at 16 accelerators?", ("hidden_at_16",), choice(
+        "hidden_at_16", lambda: _ex6_exposed(EX6["n_gpus"], EX6["tokens_per_gpu"]) == 0, (True, False), _OVERLAP)),
+    Part("ex6-f", "exposed time at 128 accelerators", ("exposed_seconds_128",), number(
+        "exposed_seconds_128",
+        lambda: _ex6_exposed(EX6["n_gpus_large"], EX6["global_tokens"] / EX6["n_gpus_large"]), "seconds",
+        _OVERLAP + " With the global batch fixed, each accelerator computes on fewer tokens.",
+        traps=[(lambda: _ex6_comms_seconds(EX6["n_gpus_large"]) - _ex6_compute_seconds(
+                    EX6["global_tokens"] / EX6["n_gpus_large"]),
+                "the all-reduce cannot hide under the forward pass: its gradients do not exist yet."),
+               (lambda: _ex6_comms_seconds(EX6["n_gpus_large"]),
+                "part of the all-reduce still hides under the backward pass.")])),
+    Part("ex6-g", "write step_seconds()", ("step_seconds",), function(
+        "step_seconds", ref_step_seconds, units={"result": "seconds"}, concept=_OVERLAP),
+        probes=lambda rng: _step_probes(rng, refuse=False)),
+    Part("ex6-h", "step_seconds() refuses impossible inputs", ("step_seconds",), function(
+        "step_seconds", ref_step_seconds, units={"result": "seconds"},
+        concept="A step needs at least one accelerator, a positive number of tokens and an MFU that is a fraction."),
+        probes=lambda rng: _step_probes(rng, refuse=True)),
+    Part("ex6-i", "why 128 accelerators stop scaling", ("scaling_limit",), choice(
+        "scaling_limit", "B", ("A", "B", "C", "D"),
+        "Compare how the compute and the all-reduce of one accelerator change with the count.")),
+    Part("ex6-j", "why", ("scaling_reason",), choice(
+        "scaling_reason", 1, (1, 2, 3, 4), "What does a ring all-reduce send per rank, as a function of n?")),
 ]
 
 PARTS: dict[str, Part] = {p.key: p for p in _PART_LIST}

@@ -117,8 +117,12 @@ def test_every_probe_drawn_has_an_answer_and_the_library_refuses_some_valid_ones
         probes = key.draw_probes(part, random.Random(seed))
         if not probes:
             continue
-        reference = {"ceiling": key.ref_ceiling, "precision_sweep": key.ref_sweep}[part.names[0]]
-        library = {"ceiling": rl.attainable_flops_per_s, "precision_sweep": rl.precision_sweep}[part.names[0]]
+        from roofline_lib import comms
+
+        reference = {"ceiling": key.ref_ceiling, "precision_sweep": key.ref_sweep,
+                     "step_seconds": key.ref_step_seconds}[part.names[0]]
+        library = {"ceiling": rl.attainable_flops_per_s, "precision_sweep": rl.precision_sweep,
+                   "step_seconds": comms.data_parallel_step}[part.names[0]]
         assert any(p.kind == "valid" for p in probes)
         library_refusals = 0
         for p in probes:
@@ -625,3 +629,27 @@ def test_tampering_earns_nothing_and_is_survived(graded_class):
     problems, parts = _problems(graded_class, "tampered")
     assert all(p["marks"] == 0 for p in parts.values())
     assert "notes" not in {row["student"] for row in graded_class["rows"]}  # a stray file is no student
+
+
+def _step(overlap_share):
+    def step_seconds(n_params, tokens_per_gpu, n_gpus, accelerator, link):
+        return key.ref_step_seconds(n_params, tokens_per_gpu, n_gpus, accelerator, link) if overlap_share is None \
+            else _step_with(overlap_share, n_params, tokens_per_gpu, n_gpus, accelerator, link)
+    return step_seconds
+
+
+def _step_with(share, n_params, tokens, n, accelerator, link):
+    compute = 6 * n_params * tokens / (accelerator["mfu"] * accelerator["bf16_flops_per_s"])
+    comms = 2 * (n - 1) * link["alpha_seconds"] + 2 * (n - 1) / n * 2 * n_params / link["bytes_per_s"]
+    return compute + max(0.0, comms - share * compute)
+
+
+@pytest.mark.parametrize("fn, earned", [
+    (_step(None), {"ex6-g", "ex6-h"}),
+    (_step(1.0), set()),  # overlaps the forward pass too
+    (_step(0.0), set()),  # no overlap at all
+    (lambda *a: __import__("roofline_lib.comms").comms.data_parallel_step(*a).seconds, set()),
+], ids=["correct", "overlap-forward-too", "no-overlap", "wrapped-library"])
+def test_step_seconds_parts_need_the_backward_window(fn, earned):
+    got = {p for p in ("ex6-g", "ex6-h") if _judge_function(p, fn, 5).status == "correct"}
+    assert got == earned
