@@ -19,21 +19,25 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["main", "EXIT_OK", "EXIT_USAGE", "EXIT_IMPLAUSIBLE"]
+__all__ = ["main", "EXIT_OK", "EXIT_WRONG", "EXIT_USAGE", "EXIT_IMPLAUSIBLE", "EXIT_INTERNAL"]
 
 EXIT_OK = 0
-EXIT_USAGE = 2  # bad arguments or input values, unknown GPU or precision, missing module
-EXIT_IMPLAUSIBLE = 3  # a measurement faster than the hardware allows
+EXIT_WRONG = 1  # grade: at least one answer is wrong; no other command uses this code
+EXIT_USAGE = 2  # bad arguments or input values, unknown GPU or precision, unusable output path
+EXIT_IMPLAUSIBLE = 3  # a measurement or a point faster than the hardware allows
+EXIT_INTERNAL = 4  # anything else: a bug in the course, reported in one line instead of a traceback
 
 _EPILOG = """\
 exit codes:
   0  success
   1  grade: at least one answer is wrong (the grader's own code)
-  2  bad input: a missing or malformed argument, a value out of range (the
-     parameter is named), an unknown GPU or precision, an unsupported output
-     suffix, or the grading module is not installed
-  3  verdict: the measurement is faster than the GPU's roof allows (the reason
-     is printed on stderr)
+  2  bad input: a missing, repeated or malformed argument, a value out of range
+     (the parameter is named), an unknown GPU or precision, an output path
+     whose folder is missing or that has an unsupported suffix (checked before
+     any work), or the grading module is not installed
+  3  implausible: verdict's measurement, or a plot point, is faster than the
+     roof allows (the reason is printed on stderr)
+  4  an unexpected error inside the course (a bug; the message says where)
 
 examples:
   roofline gpus
@@ -45,6 +49,40 @@ examples:
 
 class _UsageError(Exception):
     """Bad input found after parsing; reported on stderr with exit code 2."""
+
+
+class _Implausible(Exception):
+    """A number above the roof that binds it; reported on stderr with exit code 3."""
+
+
+def _output_path(value: str | None, flag: str, suffixes: tuple[str, ...] = ()) -> Path | None:
+    """Check an output path before any work: its folder exists and is writable, its suffix is known."""
+    if value is None:
+        return None
+    path = Path(value)
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise _UsageError(f"{flag} {value}: the file must end in {' or '.join(suffixes)}")
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise _UsageError(f"{flag} {value}: is a folder; give a file name")
+    if not folder.is_dir():
+        raise _UsageError(f"{flag} {value}: the folder {folder} does not exist")
+    import os
+
+    if not os.access(folder, os.W_OK):
+        raise _UsageError(f"{flag} {value}: the folder {folder} is not writable")
+    return path
+
+
+class _Once(argparse.Action):
+    """An option that may be given once: a second ``--gpu`` is an error, not a silent override."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, f"_seen_{self.dest}", False):
+            parser.error(f"{option_string} given twice; give it once (got {getattr(namespace, self.dest)!r} "
+                         f"and {values!r})")
+        setattr(namespace, f"_seen_{self.dest}", True)
+        setattr(namespace, self.dest, values)
 
 
 def _print_err(message: str) -> None:
@@ -127,6 +165,7 @@ def _flag_names(message: str) -> str:
 
 
 def _cmd_measure(args) -> int:
+    json_path = _output_path(args.json, "--json", (".json",))  # before minutes of measuring
     from .measure import measure_ceilings
 
     def progress(message: str) -> None:
@@ -137,8 +176,11 @@ def _cmd_measure(args) -> int:
     except (TypeError, ValueError) as exc:
         raise _UsageError(f"--seconds: {exc}" if str(exc).startswith("seconds") else str(exc)) from exc
     print(ceilings)
-    if args.json:
-        Path(args.json).write_text(json.dumps(ceilings.to_dict(), indent=2) + "\n", encoding="utf-8")
+    if json_path is not None:
+        try:
+            json_path.write_text(json.dumps(ceilings.to_dict(), indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise _UsageError(f"--json {args.json}: {exc.strerror or exc}") from exc
         print(f"wrote {args.json}")
     return EXIT_OK
 
@@ -166,7 +208,33 @@ def _parse_point(text: str, kind: str, flag: str):
         raise _UsageError(f"{flag} {text!r}: {exc}") from exc
 
 
+def _above_the_roofs(points, gpus, precisions, measured, memories=("hbm",)) -> None:
+    """Refuse a point faster than every roof on the figure, as ``verdict`` refuses a measurement."""
+    from .roofline import PLAUSIBILITY_TOLERANCE, roof
+
+    roofs = []
+    for gpu in gpus:
+        for precision in precisions:
+            for memory in memories:
+                try:
+                    roofs.append(roof(gpu, precision, memory))
+                except (TypeError, ValueError):
+                    continue  # a precision or an L2 figure this GPU lacks: the plot reports or skips it
+    if measured is not None:
+        roofs.append(roof(measured))
+    for point in points:
+        ceilings = [r.attainable_flops_per_s(point.intensity) for r in roofs]
+        if ceilings and point.flops_per_s > max(ceilings) * (1 + PLAUSIBILITY_TOLERANCE):
+            best = max(ceilings)
+            raise _Implausible(
+                f"point {point.label!r} at {point.intensity:g} FLOP/byte reaches {point.flops_per_s / 1e12:.4g} "
+                f"TFLOP/s, {point.flops_per_s / best:.2f}x the highest roof drawn there "
+                f"({best / 1e12:.4g} TFLOP/s); check its FLOP, bytes and seconds (no kernel beats its roof)"
+            )
+
+
 def _cmd_plot(args) -> int:
+    output = _output_path(args.output, "-o", (".png", ".svg"))
     from .plots import save_roofline
 
     points = [_parse_point(p, "predicted", "--point") for p in args.point or ()]
@@ -180,11 +248,14 @@ def _cmd_plot(args) -> int:
             measured = MeasuredCeilings.from_dict(record)
         except (OSError, ValueError, TypeError) as exc:
             raise _UsageError(f"--measured {args.measured}: {exc}") from exc
+    gpus = tuple(args.gpu or ("A100",))
+    precisions = tuple(args.precision or ("bf16",))
+    _above_the_roofs(points, gpus, precisions, measured, ("hbm", "l2") if args.l2 else ("hbm",))
     try:
         fig = save_roofline(
-            args.output,
-            gpus=tuple(args.gpu or ("A100",)),
-            precisions=tuple(args.precision or ("bf16",)),
+            output,
+            gpus=gpus,
+            precisions=precisions,
             points=points,
             memory_roofs=("hbm", "l2") if args.l2 else ("hbm",),
             measured=measured,
@@ -239,19 +310,22 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("verdict", help="place a measured kernel on a GPU's roofline",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--flops", type=float, required=True, help="the kernel's FLOP (1 multiply-add = 2 FLOP)")
-    p.add_argument("--bytes", type=float, required=True, help="bytes the kernel moves to and from HBM")
-    p.add_argument("--seconds", type=float, required=True, help="the measured time in seconds")
-    p.add_argument("--gpu", required=True, help="a registry name such as A100 or H100 (see 'roofline gpus')")
-    p.add_argument("--precision", default="bf16", help="the compute precision (default bf16)")
+    p.add_argument("--flops", type=float, required=True, action=_Once,
+                   help="the kernel's FLOP (1 multiply-add = 2 FLOP)")
+    p.add_argument("--bytes", type=float, required=True, action=_Once, help="bytes the kernel moves to and from HBM")
+    p.add_argument("--seconds", type=float, required=True, action=_Once, help="the measured time in seconds")
+    p.add_argument("--gpu", required=True, action=_Once,
+                   help="a registry name such as A100 or H100 (see 'roofline gpus'); give it once")
+    p.add_argument("--precision", default="bf16", action=_Once, help="the compute precision (default bf16)")
     p.set_defaults(run=_cmd_verdict)
 
     p = sub.add_parser("measure", help="measure this machine's copy bandwidth and matmul throughput",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seconds", type=float, default=5.0, help="time budget in seconds (default 5)")
+    p.add_argument("--seconds", type=float, default=5.0, action=_Once, help="time budget in seconds (default 5)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="whose roofs: the CPU's (default) or the CUDA GPU's")
-    p.add_argument("--json", metavar="FILE", help="also write the result as JSON (for 'plot --measured')")
+    p.add_argument("--json", metavar="FILE", action=_Once,
+                   help="also write the result as JSON (for 'plot --measured'); its folder must exist")
     p.set_defaults(run=_cmd_measure)
 
     p = sub.add_parser("plot", help="draw a roofline to a PNG or SVG file",
@@ -262,10 +336,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="a predicted kernel point; intensity in FLOP/byte, rate in TFLOP/s")
     p.add_argument("--measured-point", action="append", metavar="LABEL:INTENSITY:TFLOPS",
                    help="a measured kernel point, drawn filled")
-    p.add_argument("--measured", metavar="FILE", help="a JSON file written by 'roofline measure --json'")
+    p.add_argument("--measured", metavar="FILE", action=_Once, help="a JSON file written by 'roofline measure --json'")
     p.add_argument("--l2", action="store_true", help="also draw the L2 roof where the registry has one")
-    p.add_argument("--title", help="the figure title")
-    p.add_argument("-o", "--output", required=True, help="output file ending in .png or .svg")
+    p.add_argument("--title", action=_Once, help="the figure title")
+    p.add_argument("-o", "--output", required=True, action=_Once,
+                   help="output file ending in .png or .svg (its folder must exist)")
     p.set_defaults(run=_cmd_plot)
 
     p = sub.add_parser("grade", help="grade exercise answers",
@@ -297,6 +372,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _UsageError as exc:
         _print_err(str(exc))
         return EXIT_USAGE
+    except _Implausible as exc:
+        print(f"roofline: implausible: {exc}", file=sys.stderr)
+        return EXIT_IMPLAUSIBLE
+    except KeyboardInterrupt:
+        _print_err("interrupted")
+        return 130  # the shell's code for Ctrl-C
+    except Exception as exc:  # noqa: BLE001 - a message replaces every traceback
+        import traceback
+
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        _print_err(f"unexpected {type(exc).__name__} in {Path(where.filename).name}:{where.lineno}: {exc} "
+                   "(a bug in the course; please report it with the command you ran)")
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":  # pragma: no cover

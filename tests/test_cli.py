@@ -25,7 +25,7 @@ def test_help_documents_the_exit_codes(capsys):
     code, out, _ = run(capsys, "--help")
     assert code == 0
     assert "exit codes:" in out
-    for line in ("0  success", "2  bad input", "3  verdict"):
+    for line in ("0  success", "1  grade", "2  bad input", "3  implausible", "4  an unexpected error"):
         assert line in out
 
 
@@ -47,9 +47,10 @@ def test_gpus_table(capsys):
     code, out, _ = run(capsys, "gpus")
     assert code == 0
     rows = {line.split()[0]: line for line in out.splitlines()[2:] if line and not line.startswith("Dense")}
-    assert set(rows) == {"a100-80gb-sxm", "a100-40gb-sxm", "h100-sxm", "h100-pcie", "h200", "b200", "l4"}
+    assert set(rows) == {"a100-80gb-sxm", "a100-40gb-sxm", "h100-sxm", "h100-pcie", "h200", "b200", "l4",
+                         "mi300x", "tpu-v4", "tpu-v5e"}
     a100 = rows["a100-80gb-sxm"].split()
-    # HBM 2.04 TB/s, 80 GB, bf16 312 TFLOP/s, no fp8, ridge 312e12 / 2.039e12 = 153 FLOP/B
+    # HBM 2.04 TB/s, 80 GiB, bf16 312 TFLOP/s, no fp8, ridge 312e12 / 2.039e12 = 153 FLOP/B
     assert a100[-5:] == ["2.04", "80", "312.0", "-", "153"]
     h100 = rows["h100-sxm"].split()
     assert h100[-5:] == ["3.35", "80", "989.5", "1979.0", "295"]  # 989.5e12 / 3.35e12 = 295.4
@@ -100,7 +101,49 @@ def test_verdict_bad_input_exits_2_naming_the_parameter(capsys, argv, fragment):
     assert fragment in err
 
 
+def test_a_repeated_gpu_is_an_error_not_the_last_one(capsys):
+    code, out, err = run(capsys, "verdict", "--flops", "1e9", "--bytes", "1e9", "--seconds", "1e-3",
+                         "--gpu", "A100", "--gpu", "H100")
+    assert code == 2 and out == ""
+    assert "--gpu given twice" in err and "'A100'" in err and "'H100'" in err
+
+
+def test_wrong_units_are_refused_with_a_hint(capsys):
+    # 268 "bytes" in 90 "seconds": MB and microseconds were meant
+    code, _, err = run(capsys, "verdict", "--flops", "1e9", "--bytes", "268", "--seconds", "90", "--gpu", "A100")
+    assert code == 2 and "units" in err
+
+
+def test_an_unexpected_error_is_one_line_with_its_own_code(capsys, monkeypatch):
+    import roofline_lib.hardware as hardware
+
+    def broken():
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(hardware, "registry", broken)
+    code, out, err = run(capsys, "gpus")
+    assert code == cli.EXIT_INTERNAL == 4
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert "unexpected KeyError" in err and "a bug" in err
+
+
+def test_exit_codes_have_one_meaning_each():
+    codes = [cli.EXIT_OK, cli.EXIT_WRONG, cli.EXIT_USAGE, cli.EXIT_IMPLAUSIBLE, cli.EXIT_INTERNAL]
+    assert codes == [0, 1, 2, 3, 4]
+
+
 # --------------------------------------------------------------------------- measure
+
+
+def test_measure_checks_its_json_path_before_measuring(capsys, tmp_path, monkeypatch):
+    import roofline_lib.measure as measure
+
+    monkeypatch.setattr(measure, "measure_ceilings", lambda **kw: pytest.fail("measured before the path was checked"))
+    code, out, err = run(capsys, "measure", "--json", str(tmp_path / "missing" / "x.json"))
+    assert code == 2 and out == ""
+    assert "--json" in err and "does not exist" in err and "Traceback" not in err
+    code, _, err = run(capsys, "measure", "--json", str(tmp_path / "x.txt"))
+    assert code == 2 and ".json" in err
 
 
 def test_measure_prints_progress_and_writes_json(capsys, tmp_path):
@@ -152,6 +195,8 @@ def test_plot_svg_with_a_measured_machine(capsys, tmp_path):
         (["--gpu", "A100", "--precision", "fp8", "-o", "roof.png"], "has none of the precisions"),
         (["--measured", "missing.json", "-o", "roof.png"], "--measured"),
         (["--gpu", "A100"], "-o/--output"),
+        (["-o", "missing/roof.png"], "does not exist"),
+        (["-o", "roof.png", "-o", "other.png"], "given twice"),
     ],
 )
 def test_plot_bad_input_exits_2(capsys, tmp_path, monkeypatch, argv, fragment):
@@ -159,6 +204,21 @@ def test_plot_bad_input_exits_2(capsys, tmp_path, monkeypatch, argv, fragment):
     code, _, err = run(capsys, "plot", *argv)
     assert code == 2 and fragment in err
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_plot_refuses_a_point_above_every_roof(capsys, tmp_path):
+    target = tmp_path / "roof.png"
+    # at 0.5 FLOP/byte the A100's roof is 0.5 * 2.039e12 = 1.02 TFLOP/s; 5000 TFLOP/s is 4900x that
+    code, out, err = run(capsys, "plot", "--point", "x:0.5:5000", "-o", str(target))
+    assert code == 3 and out == "" and not target.exists()
+    assert "point 'x'" in err and "roof" in err
+
+
+def test_plot_accepts_a_point_under_one_of_its_roofs(capsys, tmp_path):
+    # 3 TFLOP/s at 1 FLOP/byte: above the A100's 2.04 but under the H100's 3.35 TB/s * 1 = 3.35
+    code, _, _ = run(capsys, "plot", "--gpu", "A100", "--gpu", "H100", "--point", "y:1:3", "-o",
+                     str(tmp_path / "roof.png"))
+    assert code == 0
 
 
 # --------------------------------------------------------------------------- grade
