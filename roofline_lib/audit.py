@@ -468,6 +468,15 @@ class TinyDecoder(nn.Module):
         super().__init__()
         if not isinstance(cfg, TransformerConfig):
             raise TypeError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+        plain = dict(n_kv_heads=cfg.n_heads, head_dim=cfg.d_model // cfg.n_heads, bias=False, qkv_bias=False,
+                     norm="rmsnorm", norms_per_layer=2, learned_positions=None, n_experts=1,
+                     sliding_window=None)
+        unsupported = [k for k, v in plain.items() if getattr(cfg, k) != v]
+        if unsupported or cfg.d_model % cfg.n_heads:
+            raise ValueError(
+                "TinyDecoder builds multi-head, dense, bias-free RMSNorm blocks only; this config sets "
+                f"{', '.join(unsupported) or 'head_dim'}, which it would not honour"
+            )
         self.cfg = cfg
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)

@@ -232,5 +232,8 @@ def test_bad_arguments_are_refused():
         model(tokens.float())
     with pytest.raises(TypeError, match="cfg must be a TransformerConfig"):
         audit.tiny_decoder({"d_model": 64})
+    # a shape the tiny decoder cannot build is refused, not silently built as multi-head attention
+    with pytest.raises(ValueError, match="this config sets n_kv_heads"):
+        audit.tiny_decoder(dataclasses.replace(audit.TINY_CONFIG, n_kv_heads=1))
     with pytest.raises(ValueError, match="batch must be a positive whole number of sequences"):
         audit.random_tokens(batch=0)
