@@ -595,6 +595,7 @@ def _worker_main(argv=None) -> None:
     roofline_lib). Rank 0 prints the timings as one JSON line on stdout.
     """
     import datetime
+    import functools
     import json
     import os
     import sys
@@ -636,11 +637,11 @@ def _worker_main(argv=None) -> None:
             n_elem = size // 4  # float32
             if name == "all_reduce":
                 buf = torch.ones(n_elem, device=device)
-                call = lambda buf=buf: dist.all_reduce(buf)
+                call = functools.partial(dist.all_reduce, buf)
             else:  # all_gather: S is the whole output, each rank brings S / n
                 chunk = torch.ones(n_elem // n_ranks, device=device)
                 out = torch.empty(chunk.numel() * n_ranks, device=device)
-                call = lambda out=out, chunk=chunk: dist.all_gather_into_tensor(out, chunk)
+                call = functools.partial(dist.all_gather_into_tensor, out, chunk)
             for _ in range(3):  # warm up: the first calls set up buffers and connections
                 call()
             once = timed(call, 1)  # every rank agrees on the call count: the slowest rank's view
@@ -707,6 +708,10 @@ def measure_collectives(n_ranks: int = 2, message_bytes: Sequence[int] = _DEFAUL
     folder = tempfile.mkdtemp(prefix="roofline-comms-")
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", OMP_NUM_THREADS="1")
     loopback = _loopback_interface()
+    if loopback is None and backend == "gloo":
+        shutil.rmtree(folder, ignore_errors=True)
+        raise RuntimeError("no loopback network interface ('lo' or 'lo0') found: gloo would bind to another "
+                           "address, and this measurement talks over 127.0.0.1 only")
     if loopback:
         env["GLOO_SOCKET_IFNAME"] = loopback  # gloo's pair sockets on 127.0.0.1 only
     code = inspect.getsource(_worker_main) + "\n_worker_main()\n"  # the worker needs no roofline_lib

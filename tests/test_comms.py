@@ -251,6 +251,14 @@ def test_measure_collectives_refuses_bad_input_before_starting_anything():
         rl.measure_collectives(2, backend="mpi")
 
 
+def test_measure_collectives_refuses_to_leave_the_loopback_interface(monkeypatch):
+    from roofline_lib import comms
+
+    monkeypatch.setattr(comms, "_loopback_interface", lambda: None)
+    with pytest.raises(RuntimeError, match="no loopback network interface"):
+        rl.measure_collectives(2, message_bytes=[1024], backend="gloo")
+
+
 def _children(pid: int) -> set[int]:
     found = set()
     for entry in os.listdir("/proc"):
