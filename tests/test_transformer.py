@@ -291,6 +291,8 @@ def test_from_hf_config_families():
     # Gemma 7B: 16 heads of 256 = 4096 wide on a 3072-wide stream; tied embeddings by default
     assert gemma.attention_dim == 4096 and gemma.tied_embeddings and gemma.gated
     assert gemma.n_params() == 28 * (2 * 3072 * 4096 + 2 * 3072 * 4096 + 3 * 3072 * 24576 + 2 * 3072) \
-        + 256000 * 3072 + 3072  # 8,537,680,896: Gemma 7B's 8.54B
+        + 256000 * 3072 + 3072  # 8,537,680,896
+    # Gemma Team (2024), Gemma report, Table 2: 786,432,000 embedding + 7,751,248,896 non-embedding
+    assert gemma.n_params() == 786_432_000 + 7_751_248_896
     mixtral = rl.model_config("mixtral-8x7b")
     assert (mixtral.n_experts, mixtral.experts_per_token, mixtral.sliding_window) == (8, 2, None)
