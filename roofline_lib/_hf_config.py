@@ -49,12 +49,13 @@ _GPT2 = {
 #: model_type -> (key map, fixed fields, default for tie_word_embeddings, extra keys handled below)
 _FAMILIES = {
     "llama": (_LLAMA_LIKE, {"gated": True}, False, {"tie_word_embeddings", "attention_bias", "mlp_bias"}),
-    "mistral": (_LLAMA_LIKE, {"gated": True}, False, {"tie_word_embeddings", "sliding_window"}),
+    "mistral": (_LLAMA_LIKE, {"gated": True}, False, {"tie_word_embeddings", "sliding_window", "attention_bias"}),
     "mixtral": (_LLAMA_LIKE, {"gated": True}, False,
-                {"tie_word_embeddings", "sliding_window", "num_local_experts", "num_experts_per_tok"}),
+                {"tie_word_embeddings", "sliding_window", "num_local_experts", "num_experts_per_tok",
+                 "attention_bias"}),
     "qwen2": (_LLAMA_LIKE, {"gated": True, "qkv_bias": True}, False,
               {"tie_word_embeddings", "sliding_window"}),
-    "gemma": (_LLAMA_LIKE, {"gated": True}, True, {"tie_word_embeddings"}),
+    "gemma": (_LLAMA_LIKE, {"gated": True}, True, {"tie_word_embeddings", "attention_bias"}),
     "gpt2": (_GPT2, {"gated": False, "bias": True, "norm": "layernorm"}, True, {"tie_word_embeddings"}),
 }
 
@@ -116,6 +117,8 @@ def config_kwargs(config, *, seq_len=None, ignore=()) -> dict:
                 "are not mapped (bias=True puts them on every linear layer)"
             )
         kwargs["bias"] = attn_b
+    elif cfg.get("attention_bias"):
+        raise ValueError(f"attention_bias=True in a {model_type} config is not mapped (its models have none)")
     if model_type in ("mistral", "mixtral") and cfg.get("sliding_window") is not None:
         kwargs["sliding_window"] = cfg["sliding_window"]
     if model_type == "qwen2" and cfg.get("use_sliding_window") and cfg.get("sliding_window") is not None:

@@ -287,12 +287,14 @@ def test_from_hf_config_families():
     gemma = rl.TransformerConfig.from_hf_config({
         "model_type": "gemma", "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
         "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000,
-        "max_position_embeddings": 8192, "hidden_activation": "gelu_pytorch_tanh"})
+        "max_position_embeddings": 8192, "hidden_activation": "gelu_pytorch_tanh", "attention_bias": False})
     # Gemma 7B: 16 heads of 256 = 4096 wide on a 3072-wide stream; tied embeddings by default
     assert gemma.attention_dim == 4096 and gemma.tied_embeddings and gemma.gated
     assert gemma.n_params() == 28 * (2 * 3072 * 4096 + 2 * 3072 * 4096 + 3 * 3072 * 24576 + 2 * 3072) \
         + 256000 * 3072 + 3072  # 8,537,680,896
     # Gemma Team (2024), Gemma report, Table 2: 786,432,000 embedding + 7,751,248,896 non-embedding
     assert gemma.n_params() == 786_432_000 + 7_751_248_896
+    with pytest.raises(ValueError, match="attention_bias=True in a gemma config is not mapped"):
+        rl.TransformerConfig.from_hf_config({"model_type": "gemma", "attention_bias": True})
     mixtral = rl.model_config("mixtral-8x7b")
     assert (mixtral.n_experts, mixtral.experts_per_token, mixtral.sliding_window) == (8, 2, None)
