@@ -10,7 +10,6 @@ import pytest
 import roofline_lib as rl
 from roofline_lib import inference as inf
 
-
 # --------------------------------------------------------------------------- weight GEMM intensity
 
 

@@ -4,7 +4,6 @@ import pytest
 
 import roofline_lib as rl
 
-
 # --- GEMM and GEMV -----------------------------------------------------------------------
 
 
