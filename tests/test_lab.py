@@ -1,0 +1,368 @@
+"""The chapters as notebooks, as a reader meets them: JupyterLab in a real browser.
+
+A JupyterLab server is started on 127.0.0.1 with a token, over a copy of the chapters and the
+exercises (running cells marks a notebook changed, and nothing here may write to the checkout),
+with the settings ``make install`` puts in the environment (``lab/overrides.json``). Debian's
+``chromium``, driven by the ``playwright`` package (never ``playwright install``), then
+
+* opens chapter 1 and exercise 2 by URL and checks that each opens as a notebook with a kernel;
+* runs all cells, and checks there is no error output, no stderr block and no placeholder left
+  in the rendered prose (no ``{glue``, no unevaluated ``prose["..."]``, no raw directive);
+* compares every number the chapter's prose shows with the built website's page (when the site
+  is built; ``make test`` builds it first and sets ``ROOFLINE_SITE_REQUIRED``);
+* moves the ipywidgets explorer and checks that its readout and its figure change.
+
+The server is stopped by its process id. Screenshots of chapter 1 before and after Run All land
+in ``_build/screenshots/``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+
+import jupytext
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(os.environ.get("ROOFLINE_SITE_DIR", ROOT / "_build" / "html"))
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")
+JUPYTER = Path(sys.executable).with_name("jupyter")
+CHAPTER = "notebooks/01_two_speed_limits.md"
+EXERCISE = "exercises/ex2_ridge_points.md"
+COPIED = ("notebooks", "exercises", "book", "jupytext.toml")  # what the notebooks read or link to
+# What prose must never show once it has run: glue roles, an {eval} Lab has not evaluated (it
+# shows the expression itself), a role or directive the MyST renderer did not know.
+PLACEHOLDERS = re.compile(r"\{glue|\{eval\}|prose\[|\{code-cell\}|:::\{|```\{")
+STDERR = '[data-mime-type="application/vnd.jupyter.stderr"]'
+
+
+# --------------------------------------------------------------------------- the server
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server over a copy of the course; yields its base URL and token."""
+    if not JUPYTER.exists():
+        pytest.fail(f"no jupyter next to {sys.executable}; run `make install`")
+    settings = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    if not settings.exists():
+        pytest.fail(f"{settings} is missing: `make install` copies lab/overrides.json there")
+    root = tmp_path_factory.mktemp("lab")
+    for name in COPIED:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("_build", "*.ipynb_checkpoints"))
+        else:
+            shutil.copy2(src, root / name)
+    home = tmp_path_factory.mktemp("jupyter-home")
+    # This reader's own setting: draw every cell, not only those in view, so the test sees them all.
+    tracker = home / "user-settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"windowingMode": "none"}')
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               JUPYTERLAB_SETTINGS_DIR=str(home / "user-settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), PYTHONUNBUFFERED="1")
+    port, token = _free_port(), secrets.token_hex(16)
+    log = open(home / "lab.log", "w")
+    proc = subprocess.Popen(
+        [str(JUPYTER), "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+         "--ServerApp.port_retries=0", "--LabApp.news_url=", "--ServerApp.open_browser=False"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("JupyterLab did not start:\n" + (home / "lab.log").read_text()[-3000:])
+                time.sleep(0.25)
+        yield {"base": base, "token": token, "root": root, "log": home / "lab.log"}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server and the kernels it started
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists() and not shutil.which(CHROMIUM):
+        pytest.fail(f"no chromium at {CHROMIUM}; `make browser` installs Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    try:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                      args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+        yield chromium
+        chromium.close()
+    finally:
+        pw.stop()
+
+
+# --------------------------------------------------------------------------- driving Lab
+
+
+class Notebook:
+    """One notebook opened by URL in its own browser page."""
+
+    def __init__(self, browser, lab, path: str):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.context.new_page()
+        self.problems: list[str] = []
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        # a workspace of its own, so Lab does not restore another test's notebooks beside this one
+        workspace = secrets.token_hex(4)
+        self.page.goto(f"{lab['base']}/lab/workspaces/{workspace}/tree/{path}?reset&token={lab['token']}")
+        self.page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+        self.panel = self.page.locator(".jp-NotebookPanel").first
+        # Lab adds the cells in batches; wait for all of them (as many as jupytext reads)
+        self.n_cells = len(jupytext.read(lab["root"] / path).cells)
+        self.page.wait_for_function("n => document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length >= n",
+                                    arg=self.n_cells, timeout=60_000)
+        # the kernel is up when the toolbar names it and its status says idle
+        self.page.wait_for_function("""() => {
+            const name = document.querySelector('.jp-NotebookPanel .jp-KernelName');
+            const state = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');
+            return name && /Python/.test(name.textContent) && state && state.dataset.status === 'idle';
+        }""", timeout=60_000)
+
+    def run_all(self, timeout_s: float = 90) -> None:
+        self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        deadline = time.monotonic() + timeout_s
+        time.sleep(1)
+        while True:
+            prompts = self.panel.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+            status = self.panel.locator(".jp-Notebook-ExecutionIndicator").get_attribute("data-status")
+            if prompts and all(re.search(r"\[\d+\]", p) for p in prompts) and status == "idle":
+                break
+            if time.monotonic() > deadline:
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                self.page.screenshot(path=str(SHOTS / "lab-run-all-stuck.png"))
+                pytest.fail(f"Run All did not finish in {timeout_s} s: prompts {prompts}")
+            time.sleep(0.5)
+
+    def prose(self) -> str:
+        """The text of every rendered Markdown cell, in order."""
+        return "\n".join(self.panel.locator(".jp-MarkdownCell .myst").evaluate_all(
+            "els => els.map(e => e.textContent)"))  # textContent: closed dropdowns count too
+
+    def wait_for_prose(self, timeout_s: float = 30) -> str:
+        """The prose once Lab has evaluated every {eval} role (they fill in after the cells run)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            text = self.prose()
+            if not PLACEHOLDERS.search(text) or time.monotonic() > deadline:
+                return text
+            time.sleep(0.5)
+
+    def shot(self, name: str) -> None:
+        """A screenshot of the chapter's second section (prose with numbers, a hidden cell)."""
+        self.panel.locator(".jp-MarkdownCell").nth(1).evaluate("e => e.scrollIntoView({block: 'start'})")
+        time.sleep(0.5)
+        self.page.screenshot(path=str(SHOTS / name))
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture(scope="module")
+def chapter(browser, lab):
+    nb = Notebook(browser, lab, CHAPTER)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    n_markdown = nb.panel.locator(".jp-MarkdownCell").count()
+    nb.page.wait_for_function("n => document.querySelectorAll('.jp-NotebookPanel .jp-MarkdownCell .myst').length >= n",
+                              arg=n_markdown, timeout=30_000)
+    nb.shot("lab-chapter-01-before.png")
+    start = time.monotonic()
+    nb.run_all()
+    nb.prose_text = nb.wait_for_prose()
+    nb.run_seconds = time.monotonic() - start
+    nb.shot("lab-chapter-01-after.png")
+    yield nb
+    nb.close()
+
+
+# --------------------------------------------------------------------------- the tests
+
+
+@pytest.mark.parametrize("path", [CHAPTER, EXERCISE])
+def test_a_url_opens_the_md_file_as_a_notebook_with_a_kernel(browser, lab, path):
+    nb = Notebook(browser, lab, path)
+    try:
+        assert nb.page.locator(".jp-FileEditor").count() == 0, f"{path} opened as a text file"
+        assert nb.panel.locator(".jp-CodeCell").count() >= 2
+        assert nb.panel.locator(".jp-MarkdownCell").count() >= 2
+        kernel = nb.panel.locator(".jp-KernelName").inner_text()
+        assert "Python" in kernel, kernel
+        if path == EXERCISE:
+            nb.run_all()
+            _assert_clean(nb, path)
+        assert not nb.problems, nb.problems
+    finally:
+        nb.close()
+
+
+def _assert_clean(nb: Notebook, path: str) -> None:
+    errors = nb.panel.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"], '
+                              f".jp-OutputArea-output{STDERR}")
+    shown = errors.all_inner_texts()
+    assert not shown, f"{path}: error or stderr output after Run All:\n" + "\n---\n".join(shown)
+    text = nb.wait_for_prose()
+    found = sorted(set(PLACEHOLDERS.findall(text)))
+    assert not found, f"{path}: placeholders left in the rendered prose: {found}"
+
+
+def test_after_run_all_the_chapter_has_no_errors_no_stderr_and_no_placeholders(chapter):
+    _assert_clean(chapter, CHAPTER)
+    assert chapter.panel.locator(f".jp-MarkdownCell {STDERR}").count() == 0  # no failed {eval}
+    # MyST renders: admonitions and dropdowns are boxes, math is typeset, links are links
+    # 3 boxes (two sanity checks, the takeaway) and 5 dropdowns (figures in words, answers)
+    assert chapter.panel.locator(".jp-MarkdownCell .myst aside.myst-admonition").count() >= 3
+    assert chapter.panel.locator(".jp-MarkdownCell .myst details").count() >= 5
+    assert chapter.panel.locator(".jp-MarkdownCell .myst .katex").count() >= 2
+    assert "Takeaway" in chapter.prose_text and "Sanity check" in chapter.prose_text
+    assert not chapter.problems, chapter.problems
+
+
+def test_the_prose_numbers_are_the_website_numbers(chapter):
+    page = SITE / CHAPTER.replace(".md", ".html")
+    if not page.exists():
+        if os.environ.get("ROOFLINE_SITE_REQUIRED"):
+            pytest.fail(f"no built page at {page}: `make test` builds the site before this test")
+        pytest.skip("no built site; `make book` first (make test builds it and requires this check)")
+    site_values = _site_eval_values(page.read_text(encoding="utf-8"))
+    lab_values = _lab_eval_values(chapter)
+    # chapter 1's prose has 36 roles; the same values, in the same order, on both
+    assert len(site_values) >= 30, site_values
+    assert lab_values == site_values
+
+
+class _EvalSpans(HTMLParser):
+    """The text of myst-nb's inline {eval} outputs: <span class="... output text_plain">."""
+
+    def __init__(self):
+        super().__init__()
+        self.values: list[str] = []
+        self._depth = 0
+
+    def handle_starttag(self, tag, attrs):
+        classes = (dict(attrs).get("class") or "").split()
+        if self._depth:
+            self._depth += 1
+        elif tag == "span" and "text_plain" in classes and "output" in classes:
+            self._depth = 1
+            self.values.append("")
+
+    def handle_endtag(self, tag):
+        if self._depth:
+            self._depth -= 1
+
+    def handle_data(self, data):
+        if self._depth:
+            self.values[-1] += data
+
+
+def _site_eval_values(html: str) -> list[str]:
+    parser = _EvalSpans()
+    parser.feed(html)
+    return [v.strip() for v in parser.values]
+
+
+def _lab_eval_values(nb: Notebook) -> list[str]:
+    """Evaluated roles in Lab's rendered Markdown, in document order.
+
+    jupyterlab-myst draws a role whose result is text/plain as a bare ``<span>`` holding the
+    text and nothing else (its ``PlainTextRenderer``); nothing else in MyST's output is such a
+    span outside typeset math.
+    """
+    return nb.page.evaluate("""() => {
+        const out = [];
+        for (const md of document.querySelectorAll('.jp-NotebookPanel .jp-MarkdownCell .myst')) {
+            for (const el of md.querySelectorAll('span')) {
+                if (el.attributes.length || el.closest('.katex') || el.childNodes.length !== 1
+                    || el.firstChild.nodeType !== Node.TEXT_NODE) continue;
+                out.push(el.textContent.trim());
+            }
+        }
+        return out;
+    }""")
+
+
+def _changes(read, old, timeout_s: float = 15) -> str:
+    """Poll ``read()`` until it differs from ``old``; return the new value (the old one on timeout)."""
+    deadline = time.monotonic() + timeout_s
+    value = read()
+    while value == old and time.monotonic() < deadline:
+        time.sleep(0.2)
+        value = read()
+    return value
+
+
+def test_the_widget_is_live_in_the_notebook(chapter):
+    widget = chapter.panel.locator(".jupyter-widgets.widget-vbox").first
+    widget.scroll_into_view_if_needed()
+    readout = widget.locator(".widget-html").nth(1)  # after the title
+    image = widget.locator("img").first  # the Output widget's figure, redrawn on each change
+
+    def src():
+        return image.get_attribute("src") if image.count() else None
+
+    before_text, before_src = readout.inner_text(), src()
+    assert "A100" in before_text and "memory-bound" in before_text, before_text
+    assert before_src, "the explorer shows no figure"
+    widget.locator("select").first.select_option(label="H100 SXM")
+    after_text = _changes(readout.inner_text, before_text)
+    assert "H100" in after_text and after_text != before_text, after_text
+    assert _changes(src, before_src) != before_src, "the figure did not redraw"
+    slider = widget.locator(".noUi-handle").first  # intensity: drag far right, past the ridge
+    box = slider.bounding_box()
+    chapter.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    chapter.page.mouse.down()
+    chapter.page.mouse.move(box["x"] + 400, box["y"] + box["height"] / 2, steps=8)
+    chapter.page.mouse.up()
+    moved = _changes(readout.inner_text, after_text)
+    assert moved != after_text and "compute-bound" in moved, moved
+    assert not chapter.problems, chapter.problems
+
+
+def test_saving_keeps_lab_results_out_of_the_source(chapter, lab):
+    chapter.page.keyboard.press("Control+s")
+    saved = lab["root"] / CHAPTER
+    deadline = time.monotonic() + 20
+    while chapter.panel.locator(".jp-mod-dirty").count() and time.monotonic() < deadline:
+        time.sleep(0.3)
+    text = saved.read_text(encoding="utf-8")
+    assert "user_expressions" not in text  # jupytext.toml filters jupyterlab-myst's metadata
+    assert '{eval}`prose["a100_ridge:.0f"]`' in text
+
+
+def test_the_whole_run_stays_quick(chapter):
+    assert chapter.run_seconds < 60, f"Run All of chapter 1 took {chapter.run_seconds:.0f} s"
