@@ -6,13 +6,18 @@
 * On ``html-page-context`` it adds the registry, ``roofline-explorer.js`` and its CSS to the pages
   that contain an explorer (an element with class ``roofline-explorer``) and to no other page.
   The script checks for the element as well, so it is harmless wherever it lands.
+* It loads ``roofline-site.css`` on every page: nothing wider than a phone's screen, wide tables
+  scroll in their own box with the first column kept in view, the explorers' still figures.
+* On the search page it adds ``roofline-search.js``: opened from disk (``file://``), the search
+  lists its results without the snippets a browser would refuse to fetch, and says that
+  ``make serve`` gives them.
 * On ``config-inited`` it keeps the theme from drawing a second search box in a top bar.
 * On ``html-page-context`` it also drops repeated copies of the same inline script. Extensions
   that add a body-only script (sphinx-thebe's ``const THEBE_JS_URL = ...``) get it registered twice
   by Sphinx 7.4 (once as ``None``, once as ``''``), and a repeated ``const`` is a page error.
 
-The vendored widget and MathJax files are wired up in ``_config.yml`` (``html_extra_path``,
-``mathjax_path``, ``nb_ipywidgets_js``); see ``book/_extra/vendor/README.md``.
+The vendored MathJax is wired up in ``_config.yml`` (``html_extra_path``, ``mathjax_path``); see
+``book/_extra/vendor/README.md``.
 """
 from __future__ import annotations
 
@@ -23,6 +28,8 @@ from pathlib import Path
 REGISTRY_JS = "roofline-registry.js"
 EXPLORER_JS = "roofline-explorer.js"
 EXPLORER_CSS = "roofline-explorer.css"
+SITE_CSS = "roofline-site.css"
+SEARCH_JS = "roofline-search.js"
 
 _EXPLORER = re.compile(r"""class=["'](?:[^"']*\s)?roofline-explorer(?:\s[^"']*)?["']""")
 
@@ -72,6 +79,12 @@ def add_explorer_assets(app, pagename, templatename, context, doctree) -> None:
     app.add_js_file(EXPLORER_JS)
 
 
+def add_search_note(app, pagename, templatename, context, doctree) -> None:
+    """On the search page, the script that drops snippets (and says so) when opened from disk."""
+    if app.builder.format == "html" and pagename == "search":
+        app.add_js_file(SEARCH_JS, priority=800)  # after documentation_options.js (priority 200)
+
+
 def theme_options(app, config) -> None:
     """Keep the search box where the book theme puts it, in the sidebar, and only there.
 
@@ -84,6 +97,8 @@ def theme_options(app, config) -> None:
 def setup(app):
     app.connect("config-inited", theme_options)
     app.connect("builder-inited", write_registry)
+    app.add_css_file(SITE_CSS)
     app.connect("html-page-context", add_explorer_assets)
+    app.connect("html-page-context", add_search_note)
     app.connect("html-page-context", drop_repeated_scripts, priority=900)  # after the others
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
