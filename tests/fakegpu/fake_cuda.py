@@ -27,6 +27,7 @@ the GPU path ran and that no CPU workload met a GPU roof.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.abc
 import json
 import os
@@ -118,23 +119,23 @@ def fake_time_cuda(fn, sets):
 # --------------------------------------------------------------------------- logging wrappers
 
 
-def _ceilings_device(ceilings) -> str | None:
-    return getattr(ceilings, "device", None) if hasattr(ceilings, "flops_per_s") else None
+def _devices(values, *, roofs: bool) -> set[str]:
+    """The devices of the measured roofs (``roofs``) or of the timings among ``values``."""
+    kind = "flops_per_s" if roofs else "median_s"
+    return {v.device for v in values if hasattr(v, kind) and getattr(v, "device", None) in ("cpu", "cuda")}
 
 
-def _logged(original, name: str, where):
-    """``original`` wrapped so each call logs the device of the roofs it judges against."""
+def _logged(original, name: str):
+    """``original`` wrapped so each call logs the device of the measured roofs it is given, and
+    of the timings: whatever the argument is called, a MeasuredCeilings or a Timing says its device."""
 
+    @functools.wraps(original)  # the docstring and signature a chapter may show stay the library's
     def wrapper(*args, **kwargs):
-        ceilings = where(args, kwargs)
-        timing = args[3] if name == "measured_point" and len(args) > 3 else kwargs.get("seconds")
-        if name == "measured_mfu":
-            timing = args[1] if len(args) > 1 else kwargs.get("seconds")
-        _log("judged", function=name, roofs=_ceilings_device(ceilings),
-             timed_on=getattr(timing, "device", None))
+        values = [*args, *kwargs.values()]
+        roofs, timed = _devices(values, roofs=True), _devices(values, roofs=False)
+        _log("judged", function=name, roofs=",".join(sorted(roofs)) or None, timed_on=",".join(sorted(timed)) or None)
         return original(*args, **kwargs)
 
-    wrapper.__wrapped__ = original
     return wrapper
 
 
@@ -220,20 +221,21 @@ def _patch_measure(measure, p: _Patches) -> None:
     p.set(measure, "_cuda_stream_timings", fake_stream_timings)
     p.set(measure, "_cuda_matmul_timing", fake_matmul_timing)
     p.set(measure, "_time_cuda", fake_time_cuda)
-    _wrap(measure, "measured_point", lambda a, k: a[4] if len(a) > 4 else k.get("ceilings"), p)
+    _wrap(measure, "measured_point", p)
 
 
 def _patch_diagnose(diagnose, p: _Patches) -> None:
-    _wrap(diagnose, "measured_mfu", lambda a, k: a[2] if len(a) > 2 else k.get("ceilings"), p)
-    _wrap(diagnose, "diagnose", lambda a, k: k.get("ceilings"), p)
+    for name in ("measured_mfu", "diagnose"):
+        if hasattr(diagnose, name):
+            _wrap(diagnose, name, p)
 
 
 def _patch_plots(plots, p: _Patches) -> None:
-    _wrap(plots, "plot_roofline", lambda a, k: k.get("measured"), p)
+    _wrap(plots, "plot_roofline", p)
 
 
-def _wrap(module, name, where, p: _Patches) -> None:
-    p.set(module, name, _logged(getattr(module, name), name, where))
+def _wrap(module, name, p: _Patches) -> None:
+    p.set(module, name, _logged(getattr(module, name), name))
 
 
 _MODULE_PATCHES = {
