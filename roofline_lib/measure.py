@@ -566,16 +566,16 @@ def _cuda_stream_timings(n_elems: int) -> dict[str, Timing]:  # pragma: no cover
     }
 
 
-def _matmul_operands(torch, n: int, precision: str):
-    """``(fn, label)``: a closure computing one ``n x n x n`` product in ``precision`` on the GPU."""
+def _matmul_operands(torch, n: int, precision: str, device: str = "cuda"):
+    """``(fn, label)``: a closure computing one ``n x n x n`` product in ``precision`` on ``device``."""
     if precision == "bf16":
-        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+        b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
         return (lambda: a @ b), "torch.matmul, bf16 in and out"
     if precision == "fp8":
-        a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)  # row-major, as _scaled_mm wants
-        b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major
-        one = torch.tensor(1.0, device="cuda")
+        a = torch.randn(n, n, device=device).to(torch.float8_e4m3fn)  # row-major, as _scaled_mm wants
+        b = torch.randn(n, n, device=device).to(torch.float8_e4m3fn).t()  # column-major
+        one = torch.tensor(1.0, device=device)
         return (
             lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16, use_fast_accum=True),
             "torch._scaled_mm, e4m3 in, bf16 out, per-tensor scales, fast accumulation",
