@@ -925,9 +925,9 @@ def diagnose(
         evidence.append(line)
     if fast_rows:
         evidence.append(
-            f"faster than the roof in use: {_names(fast_rows)} -- their data came from cache (the minimum "
-            "bytes overstate main-memory traffic) or the roof was read under load; the regime still "
-            "follows from intensity"
+            f"faster than the roof in use: {_names(fast_rows)} -- the roof understates what they reach "
+            "(data served from cache, a read-only stream beating the measured copy, or a roof read under "
+            "load); the regime still follows from intensity"
         )
     if regime == "mixed":
         evidence.append(f"no pile holds more than {MAJORITY:.0%} of the time; the largest is {top}")

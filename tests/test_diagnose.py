@@ -23,14 +23,22 @@ TOY = rl.Roof(100e9, 10e9, "toy machine")
 
 
 def test_rows_are_placed_by_intensity_not_by_name():
-    # a "matmul" at 0.5 FLOP/B (1e9 FLOP over 2e9 B) is below the ridge of 10: memory
-    # an "add" at 20 FLOP/B (2e9 FLOP over 1e8 B) is above it: compute (names never decide)
-    d = D.diagnose([D.OpStat("aten::mm", 10, 6e-3, flops=1e9, bytes_moved=2e9, family="matmul"),
-                    D.OpStat("aten::add", 4, 2e-3, flops=2e9, bytes_moved=1e8)], roof=TOY)
+    # a "matmul" at 0.5 FLOP/B (2e7 FLOP over 4e7 B) is below the ridge of 10: memory
+    # an "add" at 20 FLOP/B (2e8 FLOP over 1e7 B) is above it: compute (names never decide)
+    d = D.diagnose([D.OpStat("aten::mm", 10, 6e-3, flops=2e7, bytes_moved=4e7, family="matmul"),
+                    D.OpStat("aten::add", 4, 2e-3, flops=2e8, bytes_moved=1e7)], roof=TOY)
     assert dict(zip([r.name for r in d.rows], d.placed)) == {"aten::mm": "memory", "aten::add": "compute"}
     assert d.shares["memory"] == pytest.approx(0.75)  # 6 ms of 8 ms
     assert d.regime == "memory"
     assert d.remedy == D.REMEDIES["memory-matmul"]
+    assert not any("faster than the roof" in line for line in d.evidence)  # 6.7 GB/s, 100 GFLOP/s: in bounds
+
+
+def test_rows_faster_than_their_roof_are_flagged_not_reclassified():
+    # 4e7 B in 1 ms = 40 GB/s on a 10 GB/s roof: flagged, still memory-bound by its 0.5 FLOP/B
+    d = D.diagnose([("aten::mm", 1, 1e-3, 2e7, 4e7)], roof=TOY)
+    assert d.regime == "memory"
+    assert any(line.startswith("faster than the roof in use: aten::mm") for line in d.evidence)
 
 
 def test_a_memory_bound_gemv_row_gets_the_weight_read_remedy():
