@@ -8,6 +8,10 @@ cell sources, the injected ones marked) to its stdin. The worker
   is re-parented to the worker instead of escaping, and kills every descendant before it exits;
 * makes itself non-dumpable, so the kernel (same user) cannot open ``/proc/<worker>/fd/...``
   and write into the pipe the grader reads;
+* when the grader runs as root, starts the kernel as a user of its own (``run_as``, a numeric
+  uid no other kernel shares, owning only the scratch folder), so that it cannot signal the
+  grader, the workers or the other kernels, nor write where only root may. Where that user
+  cannot run the interpreter (a Python under a private home), the kernel runs as root;
 * starts the kernel with its standard streams on ``/dev/null``: the kernel inherits no
   descriptor of the grader's pipe;
 * signs every line it writes with a key the grader sent on stdin (HMAC-SHA256), so a line that
@@ -157,8 +161,21 @@ def main() -> int:
     from jupyter_client.manager import KernelManager
 
     km = KernelManager(kernel_name="python3")
-    km.start_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                    cwd=os.getcwd(), env=job["kernel_env"])
+    as_user = {}
+    uid = job.get("run_as")
+    if isinstance(uid, int) and os.geteuid() == 0:  # a root grader runs each kernel as its own user
+        km.write_connection_file()
+        os.chown(km.connection_file, uid, uid)
+        as_user = dict(user=uid, group=uid, extra_groups=[])
+    launch = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                  cwd=os.getcwd(), env=job["kernel_env"])
+    try:
+        km.start_kernel(**launch, **as_user)
+    except OSError:  # that user cannot run the interpreter (it lives under a private home)
+        if not as_user:
+            raise
+        km = KernelManager(kernel_name="python3")
+        km.start_kernel(**launch)
     kc = km.client()
     kc.start_channels()
     try:
