@@ -17,6 +17,17 @@ Two renderers read that role, and both show an expression's ``text/plain`` form:
 * jupyterlab-myst evaluates it as an ``execute_request`` *user expression* when the reader runs
   the Markdown cell (Run All runs them all), and shows the same ``text/plain`` output inline.
 
+Writing a chapter, then:
+
+* set a value in a code cell *above* the text that quotes it: both renderers evaluate a role
+  when they reach it, with only the cells above it run;
+* a hidden cell that sets values is tagged ``[remove-input, remove-output]``, not
+  ``remove-cell`` (myst-nb runs a ``remove-cell`` cell late, after the text below it);
+* a figure is its cell's output (the cell ends with the figure), with its caption, name and
+  alt text in the cell's ``mystnb: {figure: {caption, name}, image: {alt}}`` metadata;
+* ``tools/glue_to_eval.py`` converts a chapter written for myst-nb's glue and checks the first
+  rule.
+
 So an item is a :class:`Shown`: a ``str`` whose ``repr`` is the text itself. Its ``text/plain``
 form is then the formatted number, whatever characters it holds (a plain ``str`` would reach
 both renderers as a Python literal, with escapes where it holds quotes or backslashes). A key
