@@ -46,7 +46,7 @@ def _build(dest: Path, base: Path, replace: dict[str, str] | None = None) -> Pat
             if replace and tag in replace:
                 cell.source = replace[tag]
     dest.parent.mkdir(parents=True, exist_ok=True)
-    jupytext.write(nb, dest, fmt="md:myst")
+    jupytext.write(nb, dest, fmt="md:myst" if dest.suffix == ".md" else "ipynb")
     return dest
 
 
@@ -563,7 +563,8 @@ def _six_students(root: Path) -> dict[str, int]:
     _build(root / "full" / ex5, SOLUTIONS / ex5)
     _build(root / "partial" / ex1, SOLUTIONS / ex1, {t: stub1[t] for t in
                                                       ("answer-ex1-e", "answer-ex1-f", "answer-ex1-g", "answer-ex1-h")})
-    _build(root / "partial" / ex5, EXERCISES / ex5, {"answer-ex5-a": _SWEEP_NO_REFUSALS})
+    _build(root / "partial" / "ex5_precision_sweep.ipynb", EXERCISES / ex5,  # an .ipynb counts too
+           {"answer-ex5-a": _SWEEP_NO_REFUSALS})
     _build(root / "empty" / ex1, EXERCISES / ex1)
     _build(root / "empty" / ex5, EXERCISES / ex5)
     _build(root / "crashing" / ex1, SOLUTIONS / ex1,
