@@ -1,24 +1,29 @@
 """roofline_lib: the shared package of The Roofline Course.
 
-Layers, each importing only the ones above it:
+Layers, each importing only the ones above it (tests/test_packaging.py checks this list against
+every ``from .x import`` in the package, including imports inside functions):
 
-    hardware   -> the GPU registry (datasheet numbers, SI units)
-    interconnect -> the link registry beside it: NVLink, PCIe, InfiniBand, 8-GPU nodes
-    roofline   -> ridge point, attainable FLOP/s, kernel verdict, plausibility guard
-    ops        -> FLOPs and bytes of single operations (GEMM, GEMV, norms, attention...)
-    transformer-> model-level FLOP counts and conventions (6N, three-term)
-    audit      -> FlopCounterMode-based FLOP audit of real torch graphs
-    inference  -> decode ceilings, weight-GEMM intensity, KV cache, quantisation
-    training   -> MFU/HFU, training bills, precision sweep
-    comms      -> alpha-beta collective costs, the communication roofline, live gloo/NCCL timing
-    measure    -> timing (do_bench on CUDA, careful CPU fallback), this machine's ceilings
-    plots      -> matplotlib rooflines
-    widgets    -> ipywidgets explorers
-    diagnose   -> the playbook's triage: compute-, memory- or overhead-bound from a real profile
-    kernels    -> Triton demo kernels (fused element-wise, add+RMSNorm) with torch references
-    records    -> recorded GPU measurements with provenance (book/data/measurements/)
-    export     -> JSON export of the registry for the static site
-    grading    -> checks behind the autograded exercises
+    hardware      -> the GPU registry (datasheet numbers, SI units)
+    interconnect  -> the link registry beside it: NVLink, PCIe, InfiniBand, 8-GPU nodes
+    roofline      -> ridge point, attainable FLOP/s, kernel verdict, plausibility guard
+    ops           -> FLOPs and bytes of single operations (GEMM, GEMV, norms, attention...)
+    transformer   -> model-level FLOP counts and conventions (6N, three-term), shipped configs
+    audit         -> FlopCounterMode-based FLOP audit of real torch graphs
+    inference     -> decode ceilings, weight-GEMM intensity, KV cache, quantisation
+    training      -> MFU/HFU, training bills, precision sweep
+    comms         -> alpha-beta collective costs, the communication roofline, live gloo/NCCL timing
+    measure       -> timing (do_bench on CUDA, careful CPU fallback), this machine's ceilings
+    records       -> the schema and files of recorded GPU measurements (the caller names the folder)
+    record_report -> what a chapter shows of a record: targets, live beside recorded
+    plots         -> matplotlib rooflines
+    widgets       -> ipywidgets explorers
+    diagnose      -> the playbook's triage: compute-, memory- or overhead-bound from a real profile
+    kernels       -> Triton demo kernels (fused element-wise, add+RMSNorm) with torch references
+    export        -> JSON export of the registry for the static site
+    prose         -> helpers for values quoted in a chapter's prose
+    observer      -> what an exercise notebook reports to the grader
+    grading       -> checks behind the autograded exercises
+    cli           -> the ``roofline`` command (a face: nothing above imports it)
 
 Chapters call ``import roofline_lib as rl``.
 """

@@ -1,47 +1,44 @@
-"""Recorded GPU measurements: what a machine without a GPU shows, labelled with where it came from.
+"""Recorded GPU measurements: the schema of a record and its files.
 
-``make gpu-check`` on a CUDA machine measures the chip's ceilings and times the course's demo
-kernels, then writes one JSON record per GPU to ``book/data/measurements/<registry key>.json``.
-This module is the schema of those records and the only way the course reads them:
+``make gpu-check`` on a CUDA machine measures the chip's roofs and times the course's demo
+kernels, then writes one JSON record per GPU, ``<registry key>.json``, into a folder the caller
+names (the course keeps them in ``book/data/measurements/``; this module does not know that).
 
-* :class:`GPURecord` and its parts (:class:`Provenance`, :class:`CopyMeasurement`,
-  :class:`GemmMeasurement`, :class:`KernelMeasurement`) hold the numbers in SI units;
-* :func:`validate_record` turns a parsed JSON document into a :class:`GPURecord`, refusing a
-  record that lacks its provenance (GPU name, driver, CUDA, torch and triton versions, date),
-  names a GPU the registry does not know, or holds any number that beats that GPU's datasheet
-  roof by more than :data:`~roofline_lib.roofline.PLAUSIBILITY_TOLERANCE` (the plausibility
-  guard, applied to every recorded rate);
-* :func:`list_records`, :func:`latest_record` and :func:`load_record` read the directory;
-  :func:`write_record` validates before it writes.
+* The record's parts are frozen dataclasses in SI units: :class:`Provenance`,
+  :class:`CopyMeasurement`, :class:`GemmMeasurement`, :class:`KernelMeasurement`,
+  :class:`NotebookRun` and :class:`GPURecord`. Each field says in its metadata what JSON value
+  it holds (a positive number of seconds, a name, a list of rows...), and one generic loader
+  (:func:`from_json`) and one writer (:func:`to_json`) serve every class.
+* :func:`validate_record` refuses a record that lacks its provenance, names a GPU the registry
+  does not know, holds a rate that disagrees with its counts, or holds any number that beats
+  its GPU's datasheet roof (the plausibility guard, applied to every recorded rate).
+* :func:`load_record`, :func:`list_records`, :func:`latest_record` and :func:`write_record`
+  read and write a folder the caller passes in.
 
-A chapter that times GPU kernels shows the record on every machine and, when
-:func:`live_gpu` says a GPU is present, its live numbers beside it (:func:`side_by_side`).
-
-Only the standard library, the registry and the roofline guard are imported here, so reading a
-record never pulls in torch or triton.
+What a chapter shows of a record (its targets, the table beside live numbers) lives in
+:mod:`roofline_lib.record_report`. Only the standard library, the registry, the roofline guard
+and the operation counts are imported here, so reading a record never pulls in torch.
 """
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import math
 import numbers
-import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any, ClassVar, Mapping
 
-from ._checks import _positive, _positive_int
-from .hardware import GPUSpec, as_gpu, bytes_per_element, gpu as _lookup_gpu, known_gpus
-from .roofline import check_plausible, ridge_point
+from ._checks import _positive
+from .hardware import GPUSpec, as_gpu, bytes_per_element, gpu as _registry_gpu, known_gpus
+from .ops import gemm as _gemm_count
+from .roofline import check_plausible
 
 __all__ = [
     "SCHEMA_VERSION",
-    "MEASUREMENTS_DIR",
-    "MEASUREMENTS_DIR_ENV",
-    "describe_record",
-    "REQUIRE_GPU_ENV",
     "REQUIRED_PROVENANCE",
     "RecordError",
     "NoRecord",
@@ -51,7 +48,8 @@ __all__ = [
     "KernelMeasurement",
     "NotebookRun",
     "GPURecord",
-    "Target",
+    "from_json",
+    "to_json",
     "match_gpu",
     "validate_record",
     "load_record",
@@ -59,20 +57,10 @@ __all__ = [
     "latest_record",
     "write_record",
     "record_path",
-    "live_gpu",
-    "side_by_side",
-    "check_targets",
 ]
 
 #: Version of the JSON layout below; a record with another version is refused.
 SCHEMA_VERSION = 1
-
-#: Where the course keeps its records (one JSON file per GPU, named by registry key).
-MEASUREMENTS_DIR = Path(__file__).resolve().parents[1] / "book" / "data" / "measurements"
-
-#: Set to 1 by ``make gpu-check``: a chapter cell that would fall back to the record because no
-#: GPU is visible raises instead, so a GPU run cannot quietly show only recorded numbers.
-REQUIRE_GPU_ENV = "ROOFLINE_REQUIRE_GPU"
 
 #: Provenance fields every record must carry as non-empty strings.
 REQUIRED_PROVENANCE = ("device_name", "driver", "cuda", "torch", "triton", "date")
@@ -80,12 +68,6 @@ REQUIRED_PROVENANCE = ("device_name", "driver", "cuda", "torch", "triton", "date
 #: A stored rate must equal the one recomputed from its counts and seconds to this relative
 #: precision; anything looser means the JSON was edited by hand.
 _DERIVED_RTOL = 1e-6
-
-# Targets the course sets for a good run (issue: "Targets on an H200"); reported, not enforced.
-_COPY_TARGET = 0.90  # copy bandwidth / datasheet HBM bandwidth
-_GEMM_TARGET = 0.80  # best bf16 GEMM / datasheet dense bf16 peak
-_FUSED_TARGET = 0.90  # fused kernel bandwidth / measured copy bandwidth
-_PREDICTION_BAND = 0.15  # |measured - predicted| / predicted for memory-bound kernels
 
 
 class RecordError(ValueError):
@@ -96,81 +78,194 @@ class NoRecord(LookupError):
     """No measurement record exists (yet) for what was asked."""
 
 
-# --------------------------------------------------------------------------- small checks
+# --------------------------------------------------------------------------- what a field holds
 
 
-def _text(data: Mapping, key: str, where: str) -> str:
-    value = data.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise RecordError(f"{where}.{key} must be a non-empty string, got {value!r}")
-    return value
+@dataclass(frozen=True)
+class _Kind:
+    """What one JSON value must be; ``load`` checks and converts it, ``dump`` writes it back.
+
+    ``what`` is spoken in errors. Kinds: ``string`` (any string), ``number`` (finite, positive, or >= 0 with
+    ``allow_zero``), ``whole`` (an int >= ``minimum``), ``text`` (a non-empty string; ``choices``
+    and ``precision`` narrow it), ``date`` (ISO 8601), ``texts`` (a list of strings),
+    ``sizes`` (a non-empty list of whole numbers >= 1), ``numbers`` / ``texts_by_name`` /
+    ``object`` (a JSON object of numbers, of non-empty strings, or of anything), ``part`` and
+    ``parts`` (one nested record part or a list of them).
+    """
+
+    kind: str
+    what: str = ""
+    allow_zero: bool = False
+    minimum: int = 1
+    choices: tuple[str, ...] = ()
+    precision: bool = False
+    part: type | None = None
+    non_empty: bool = False
+
+    def load(self, value, where: str):
+        k = self.kind
+        if k == "string":  # any string, even empty
+            if not isinstance(value, str):
+                raise RecordError(f"{where} must be a string ({self.what}), got {value!r}")
+            return value
+        if k == "number":
+            try:
+                return _positive(value, where, self.what, allow_zero=self.allow_zero)
+            except (TypeError, ValueError) as err:
+                raise RecordError(str(err)) from None
+        if k == "whole":
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < self.minimum:
+                raise RecordError(f"{where} must be a whole number >= {self.minimum} of {self.what}, got {value!r}")
+            return int(value)
+        if k in ("text", "date"):
+            if not isinstance(value, str) or not value.strip():
+                raise RecordError(f"{where} must be a non-empty string ({self.what}), got {value!r}")
+            if self.choices and value not in self.choices:
+                raise RecordError(f"{where} must be {' or '.join(map(repr, self.choices))}, got {value!r}")
+            if self.precision:
+                value = value.strip().lower()
+                try:
+                    bytes_per_element(value)
+                except ValueError as err:
+                    raise RecordError(f"{where}: {err}") from None
+            if k == "date":
+                try:
+                    datetime.fromisoformat(value)
+                except ValueError:
+                    raise RecordError(
+                        f"{where} must be an ISO 8601 date such as 2026-05-01T12:00:00+00:00, got {value!r}"
+                    ) from None
+            return value
+        if k in ("texts", "sizes", "parts"):
+            if not isinstance(value, (list, tuple)) or (self.non_empty and not value):
+                need = "a non-empty list" if self.non_empty else "a list"
+                raise RecordError(f"{where} must be {need} of {self.what}, got {value!r}")
+            if k == "texts":
+                if not all(isinstance(v, str) for v in value):
+                    raise RecordError(f"{where} must be a list of {self.what}, got {value!r}")
+                return tuple(value)
+            if k == "sizes":
+                for v in value:
+                    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                        raise RecordError(f"{where} must hold positive whole numbers, got {value!r}")
+                return tuple(int(v) for v in value)
+            return tuple(from_json(self.part, v, f"{where}[{i}]") for i, v in enumerate(value))
+        if k == "texts_by_name" and not (
+            isinstance(value, Mapping)
+            and all(isinstance(n, str) and n and isinstance(v, str) and v.strip() for n, v in value.items())
+        ):
+            raise RecordError(f"{where} must map each {self.what}, got {value!r}")
+        if k in ("numbers", "texts_by_name", "object"):
+            if not isinstance(value, Mapping):
+                raise RecordError(f"{where} must be a JSON object ({self.what}), got {value!r}")
+            for name, v in value.items():
+                if not isinstance(name, str) or not name:
+                    raise RecordError(f"{where} has a key that is not a name: {name!r}")
+                if k == "numbers":
+                    _Kind("number", self.what).load(v, f"{where}.{name}")
+            return MappingProxyType(dict(value))
+        if k == "part":
+            return None if value is None else from_json(self.part, value, where)
+        raise AssertionError(f"unknown kind {k!r}")  # pragma: no cover - a schema typo
+
+    def dump(self, value):
+        if self.kind == "part":
+            return None if value is None else to_json(value)
+        if self.kind == "parts":
+            return [to_json(v) for v in value]
+        if self.kind in ("texts", "sizes"):
+            return list(value)
+        if self.kind in ("numbers", "texts_by_name", "object"):
+            return dict(value)
+        return value
 
 
-def _number(data: Mapping, key: str, where: str, unit: str) -> float:
-    if key not in data:
-        raise RecordError(f"{where}.{key} is missing (a positive number of {unit})")
-    try:
-        return _positive(data[key], f"{where}.{key}", unit)
-    except (TypeError, ValueError) as err:
-        raise RecordError(str(err)) from None
+def _json(kind: str, what: str = "", **options) -> dict:
+    """Field metadata: what the field holds in JSON."""
+    return {"json": _Kind(kind, what, **options)}
 
 
-def _whole(data: Mapping, key: str, where: str, unit: str) -> int:
-    value = data.get(key)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise RecordError(f"{where}.{key} must be a whole number of {unit}, got {value!r}")
-    return _positive_int(value, f"{where}.{key}", unit)
+def _field(kind: str, what: str = "", *, default=dataclasses.MISSING, factory=dataclasses.MISSING, **options):
+    """A dataclass field that says what JSON value it holds."""
+    return field(default=default, default_factory=factory, metadata=_json(kind, what, **options))
 
 
-def _count0(data: Mapping, key: str, where: str) -> int:
-    value = data.get(key)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise RecordError(f"{where}.{key} must be a whole number >= 0, got {value!r}")
-    return int(value)
+def from_json(cls, data, where: str | None = None):
+    """Build record part ``cls`` from its parsed JSON object: the one loader every part uses.
+
+    Each field's value is checked by its metadata; a missing field takes its default or is an
+    error; a field the class does not know is an error, except the derived rates named in
+    ``cls.DERIVED``, which must agree with the ones recomputed from the counts. Then the part's
+    own ``_consistent(where)`` check runs (best time under median, a prediction under its roof...).
+    """
+    where = where or cls.WHERE
+    if not isinstance(data, Mapping):
+        raise RecordError(f"{where} must be a JSON object, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = set(data) - set(fields) - set(cls.DERIVED)
+    if unknown:
+        raise RecordError(f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
+    values = {}
+    for name, f in fields.items():
+        at = name if where == GPURecord.WHERE else f"{where}.{name}"  # "provenance.driver", not "record.provenance..."
+        if name in data:
+            values[name] = f.metadata["json"].load(data[name], at)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise RecordError(f"{at} is missing ({f.metadata['json'].what})")
+    part = cls(**values)
+    for name in cls.DERIVED:
+        if name in data:
+            _agrees(data[name], getattr(part, name), f"{where}.{name}")
+    part._consistent(where)
+    return part
 
 
-def _mapping(data: Mapping, key: str, where: str) -> Mapping:
-    value = data.get(key)
-    if not isinstance(value, Mapping):
-        raise RecordError(f"{where}.{key} must be a JSON object, got {type(value).__name__}")
-    return value
+def to_json(part) -> dict[str, Any]:
+    """The JSON object of a record part: every field, then its derived rates for human readers."""
+    out = {f.name: f.metadata["json"].dump(getattr(part, f.name)) for f in dataclasses.fields(part)}
+    out.update({name: getattr(part, name) for name in part.DERIVED})
+    return out
 
 
-def _agrees(stored: Mapping, key: str, computed: float, where: str) -> None:
+def _agrees(stored, computed: float, where: str) -> None:
     """A derived rate kept for human readers must match the one recomputed from the counts."""
-    if key not in stored:
-        return
-    value = stored[key]
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise RecordError(f"{where}.{key} must be a finite number, got {value!r}")
-    if abs(value - computed) > _DERIVED_RTOL * abs(computed):
+    if isinstance(stored, bool) or not isinstance(stored, numbers.Real) or not math.isfinite(stored):
+        raise RecordError(f"{where} must be a finite number, got {stored!r}")
+    if abs(stored - computed) > _DERIVED_RTOL * abs(computed):
         raise RecordError(
-            f"{where}.{key} is {value:.6g} but its counts and seconds give {computed:.6g}; "
+            f"{where} is {stored:.6g} but its counts and seconds give {computed:.6g}; "
             "derived rates must not be edited by hand"
         )
 
 
-def _stream_kernel(data: Mapping, where: str) -> str:
-    kernel = data.get("kernel", "copy")  # records written before the add joined the memory roof
-    if kernel not in ("copy", "add"):
-        raise RecordError(f"{where}.kernel must be 'copy' or 'add', got {kernel!r}")
-    return kernel
+class _Part:
+    """What every record part shares: the JSON name it is reported under, its derived rates."""
 
+    WHERE: ClassVar[str] = "record"
+    DERIVED: ClassVar[tuple[str, ...]] = ()
 
-def _failures(data: Mapping) -> Mapping[str, str]:
-    value = data.get("failures", {})
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and k and isinstance(v, str) and v.strip() for k, v in value.items()
-    ):
-        raise RecordError(f"failures must map each failed step to its error message, got {value!r}")
-    return MappingProxyType(dict(value))
+    @classmethod
+    def from_dict(cls, data, where: str | None = None):
+        """:func:`from_json` for this part."""
+        return from_json(cls, data, where)
+
+    def to_dict(self) -> dict[str, Any]:
+        """:func:`to_json` of this part."""
+        return to_json(self)
+
+    def _consistent(self, where: str) -> None:
+        """Checks across fields; none by default."""
+
+    def _best_under_median(self, where: str) -> None:
+        if self.best_seconds > self.seconds:
+            raise RecordError(f"{where}.best_seconds ({self.best_seconds}) exceeds the median seconds ({self.seconds})")
 
 
 # --------------------------------------------------------------------------- record parts
 
 
 @dataclass(frozen=True)
-class Provenance:
+class Provenance(_Part):
     """Where a record came from: enough to reproduce it or to doubt it.
 
     ``date`` is ISO 8601. ``clocks`` holds whatever clocks ``nvidia-smi`` could read, in MHz
@@ -178,46 +273,16 @@ class Provenance:
     course's git commit when it was known.
     """
 
-    device_name: str
-    driver: str
-    cuda: str
-    torch: str
-    triton: str
-    date: str
-    clocks: Mapping[str, float] = field(default_factory=dict)
-    commit: str = ""
+    WHERE: ClassVar[str] = "provenance"
 
-    @classmethod
-    def from_dict(cls, data: Mapping) -> "Provenance":
-        where = "provenance"
-        if not isinstance(data, Mapping):
-            raise RecordError(f"{where} must be a JSON object, got {type(data).__name__}")
-        values = {key: _text(data, key, where) for key in REQUIRED_PROVENANCE}
-        try:
-            datetime.fromisoformat(values["date"])
-        except ValueError:
-            raise RecordError(
-                f"{where}.date must be an ISO 8601 date such as 2026-05-01T12:00:00+00:00, "
-                f"got {values['date']!r}"
-            ) from None
-        clocks = data.get("clocks", {})
-        if not isinstance(clocks, Mapping):
-            raise RecordError(f"{where}.clocks must be a JSON object of MHz, got {clocks!r}")
-        for name in clocks:
-            _number(clocks, name, f"{where}.clocks", "MHz")
-        commit = data.get("commit", "")
-        if not isinstance(commit, str):
-            raise RecordError(f"{where}.commit must be a string, got {commit!r}")
-        unknown = set(data) - set(REQUIRED_PROVENANCE) - {"clocks", "commit"}
-        if unknown:
-            raise RecordError(f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
-        return cls(**values, clocks=MappingProxyType(dict(clocks)), commit=commit)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {key: getattr(self, key) for key in REQUIRED_PROVENANCE}
-        out["clocks"] = dict(self.clocks)
-        out["commit"] = self.commit
-        return out
+    device_name: str = _field("text", "the GPU's name as torch prints it")
+    driver: str = _field("text", "the driver version")
+    cuda: str = _field("text", "the CUDA version")
+    torch: str = _field("text", "the torch version")
+    triton: str = _field("text", "the triton version")
+    date: str = _field("date", "an ISO 8601 date")
+    clocks: Mapping[str, float] = _field("numbers", "MHz", factory=dict)
+    commit: str = _field("string", "a git commit", default="")
 
     @property
     def day(self) -> str:
@@ -226,7 +291,7 @@ class Provenance:
 
 
 @dataclass(frozen=True)
-class CopyMeasurement:
+class CopyMeasurement(_Part):
     """The memory roof: the better of a copy and an add over buffers of ``buffer_bytes`` each.
 
     ``kernel`` says which one set it (``measure.stream_readings``' definition): "copy" reads one
@@ -234,11 +299,14 @@ class CopyMeasurement:
     one call, ``best_seconds`` the fastest repetition.
     """
 
-    buffer_bytes: float
-    seconds: float
-    best_seconds: float
-    method: str
-    kernel: str = "copy"
+    WHERE: ClassVar[str] = "copy"
+    DERIVED: ClassVar[tuple[str, ...]] = ("bytes_per_s", "best_bytes_per_s")
+
+    buffer_bytes: float = _field("number", "bytes")
+    seconds: float = _field("number", "seconds")
+    best_seconds: float = _field("number", "seconds")
+    method: str = _field("text", "how it was timed")
+    kernel: str = _field("text", "the kernel that set the roof", default="copy", choices=("copy", "add"))
 
     @property
     def bytes_moved(self) -> float:
@@ -248,7 +316,7 @@ class CopyMeasurement:
 
     @property
     def bytes_per_s(self) -> float:
-        """Median copy bandwidth (bytes read + bytes written, per second)."""
+        """Median bandwidth (bytes read + bytes written, per second)."""
         return self.bytes_moved / self.seconds
 
     @property
@@ -256,32 +324,8 @@ class CopyMeasurement:
         """Fastest repetition's bandwidth: the measured memory roof."""
         return self.bytes_moved / self.best_seconds
 
-    @classmethod
-    def from_dict(cls, data: Mapping) -> "CopyMeasurement":
-        where = "copy"
-        copy = cls(
-            buffer_bytes=_number(data, "buffer_bytes", where, "bytes"),
-            seconds=_number(data, "seconds", where, "seconds"),
-            best_seconds=_number(data, "best_seconds", where, "seconds"),
-            method=_text(data, "method", where),
-            kernel=_stream_kernel(data, where),
-        )
-        if copy.best_seconds > copy.seconds:
-            raise RecordError(f"{where}.best_seconds ({copy.best_seconds}) exceeds the median seconds ({copy.seconds})")
-        _agrees(data, "bytes_per_s", copy.bytes_per_s, where)
-        _agrees(data, "best_bytes_per_s", copy.best_bytes_per_s, where)
-        return copy
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "buffer_bytes": self.buffer_bytes,
-            "seconds": self.seconds,
-            "best_seconds": self.best_seconds,
-            "method": self.method,
-            "kernel": self.kernel,
-            "bytes_per_s": self.bytes_per_s,
-            "best_bytes_per_s": self.best_bytes_per_s,
-        }
+    def _consistent(self, where: str) -> None:
+        self._best_under_median(where)
 
     def check(self, spec: GPUSpec) -> None:
         """The plausibility guard: the fastest copy may not beat the HBM roof."""
@@ -289,25 +333,32 @@ class CopyMeasurement:
 
 
 @dataclass(frozen=True)
-class GemmMeasurement:
-    """One ``(m x k) @ (k x n)`` product in ``precision``: ``2 * m * n * k`` FLOP (1 MAC = 2 FLOP)."""
+class GemmMeasurement(_Part):
+    """One ``(m x k) @ (k x n)`` product in ``precision``, counted by :func:`roofline_lib.ops.gemm`."""
 
-    precision: str
-    m: int
-    n: int
-    k: int
-    seconds: float
-    best_seconds: float
-    method: str
+    WHERE: ClassVar[str] = "gemm[]"
+    DERIVED: ClassVar[tuple[str, ...]] = ("flops_per_s", "best_flops_per_s")
+
+    precision: str = _field("text", "a precision such as bf16", precision=True)
+    m: int = _field("whole", "rows")
+    n: int = _field("whole", "columns")
+    k: int = _field("whole", "elements")
+    seconds: float = _field("number", "seconds")
+    best_seconds: float = _field("number", "seconds")
+    method: str = _field("text", "how it was timed")
 
     @property
-    def flops(self) -> int:
-        return 2 * self.m * self.n * self.k  # m*n*k multiply-adds, 2 FLOP each
+    def _count(self):
+        return _gemm_count(self.m, self.n, self.k, bytes_per_element(self.precision))
+
+    @property
+    def flops(self) -> float:
+        return self._count.flops
 
     @property
     def bytes_moved(self) -> float:
         """Read A and B, write C once each, in the record's precision (the ideal floor)."""
-        return (self.m * self.k + self.k * self.n + self.m * self.n) * bytes_per_element(self.precision)
+        return self._count.bytes_moved
 
     @property
     def flops_per_s(self) -> float:
@@ -317,40 +368,8 @@ class GemmMeasurement:
     def best_flops_per_s(self) -> float:
         return self.flops / self.best_seconds
 
-    @classmethod
-    def from_dict(cls, data: Mapping, where: str = "gemm[]") -> "GemmMeasurement":
-        precision = _text(data, "precision", where).lower()
-        try:
-            bytes_per_element(precision)
-        except ValueError as err:
-            raise RecordError(f"{where}.precision: {err}") from None
-        gemm = cls(
-            precision=precision,
-            m=_whole(data, "m", where, "rows"),
-            n=_whole(data, "n", where, "columns"),
-            k=_whole(data, "k", where, "elements"),
-            seconds=_number(data, "seconds", where, "seconds"),
-            best_seconds=_number(data, "best_seconds", where, "seconds"),
-            method=_text(data, "method", where),
-        )
-        if gemm.best_seconds > gemm.seconds:
-            raise RecordError(f"{where}.best_seconds exceeds its median seconds")
-        _agrees(data, "flops_per_s", gemm.flops_per_s, where)
-        _agrees(data, "best_flops_per_s", gemm.best_flops_per_s, where)
-        return gemm
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "precision": self.precision,
-            "m": self.m,
-            "n": self.n,
-            "k": self.k,
-            "seconds": self.seconds,
-            "best_seconds": self.best_seconds,
-            "method": self.method,
-            "flops_per_s": self.flops_per_s,
-            "best_flops_per_s": self.best_flops_per_s,
-        }
+    def _consistent(self, where: str) -> None:
+        self._best_under_median(where)
 
     def check(self, spec: GPUSpec) -> None:
         """The guard: the fastest repetition may not beat the dense peak in its precision."""
@@ -364,32 +383,35 @@ class GemmMeasurement:
 
 
 @dataclass(frozen=True)
-class KernelMeasurement:
+class KernelMeasurement(_Part):
     """One demo kernel timed on a GPU, beside its prediction and its unfused torch version.
 
     ``flops`` and ``bytes_moved`` are the fused kernel's counts (ideal HBM traffic);
     ``predicted_seconds = max(flops / compute roof, bytes_moved / memory_roof_bytes_per_s)``
-    where the memory roof is the measured copy bandwidth (``memory_roof_source``) and the
-    compute roof the datasheet peak in ``compute_precision``. ``torch_bytes_moved`` counts the
-    traffic of the unfused torch sequence, pass by pass, and ``torch_seconds`` is its median.
+    where the memory roof is the measured one (``memory_roof_source``) and the compute roof the
+    datasheet peak in ``compute_precision``. ``torch_bytes_moved`` counts the traffic of the
+    unfused torch sequence, pass by pass, and ``torch_seconds`` is its median.
     """
 
-    name: str
-    shape: tuple[int, ...]
-    dtype: str
-    flops: float
-    bytes_moved: float
-    seconds: float
-    best_seconds: float
-    predicted_seconds: float
-    memory_roof_bytes_per_s: float
-    memory_roof_source: str
-    compute_precision: str
-    torch_seconds: float
-    torch_bytes_moved: float
-    max_abs_error: float
-    config: Mapping[str, Any]
-    method: str
+    WHERE: ClassVar[str] = "kernels[]"
+    DERIVED: ClassVar[tuple[str, ...]] = ("achieved_bytes_per_s", "achieved_flops_per_s")
+
+    name: str = _field("text", "the demo's name")
+    shape: tuple[int, ...] = _field("sizes", "sizes", non_empty=True)
+    dtype: str = _field("text", "a precision such as bf16", precision=True)
+    flops: float = _field("number", "FLOP", allow_zero=True)
+    bytes_moved: float = _field("number", "bytes")
+    seconds: float = _field("number", "seconds")
+    best_seconds: float = _field("number", "seconds")
+    predicted_seconds: float = _field("number", "seconds")
+    memory_roof_bytes_per_s: float = _field("number", "bytes per second")
+    memory_roof_source: str = _field("text", "where the memory roof came from")
+    compute_precision: str = _field("text", "a precision such as fp32", precision=True)
+    torch_seconds: float = _field("number", "seconds")
+    torch_bytes_moved: float = _field("number", "bytes")
+    max_abs_error: float = _field("number", "the largest difference from the reference", allow_zero=True)
+    method: str = _field("text", "how it was timed")
+    config: Mapping[str, Any] = _field("object", "the launch configuration", factory=dict)
 
     @property
     def intensity(self) -> float:
@@ -418,99 +440,22 @@ class KernelMeasurement:
     def speedup_over_torch(self) -> float:
         return self.torch_seconds / self.seconds
 
-    @classmethod
-    def from_dict(cls, data: Mapping, where: str = "kernels[]") -> "KernelMeasurement":
-        shape = data.get("shape")
-        if not isinstance(shape, (list, tuple)) or not shape:
-            raise RecordError(f"{where}.shape must be a non-empty list of sizes, got {shape!r}")
-        for size in shape:
-            if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
-                raise RecordError(f"{where}.shape must hold positive whole numbers, got {shape!r}")
-        precision = _text(data, "compute_precision", where).lower()
-        dtype = _text(data, "dtype", where).lower()
-        for key, value in (("compute_precision", precision), ("dtype", dtype)):
-            try:
-                bytes_per_element(value)
-            except ValueError as err:
-                raise RecordError(f"{where}.{key}: {err}") from None
-        flops = data.get("flops")
-        if isinstance(flops, bool) or not isinstance(flops, numbers.Real) or not math.isfinite(flops) or flops < 0:
-            raise RecordError(f"{where}.flops must be a number of FLOP >= 0, got {flops!r}")
-        error = data.get("max_abs_error")
-        if isinstance(error, bool) or not isinstance(error, numbers.Real) or not (0 <= error < math.inf):
-            raise RecordError(f"{where}.max_abs_error must be a finite number >= 0, got {error!r}")
-        config = data.get("config", {})
-        if not isinstance(config, Mapping):
-            raise RecordError(f"{where}.config must be a JSON object, got {config!r}")
-        kernel = cls(
-            name=_text(data, "name", where),
-            shape=tuple(int(s) for s in shape),
-            dtype=dtype,
-            flops=float(flops),
-            bytes_moved=_number(data, "bytes_moved", where, "bytes"),
-            seconds=_number(data, "seconds", where, "seconds"),
-            best_seconds=_number(data, "best_seconds", where, "seconds"),
-            predicted_seconds=_number(data, "predicted_seconds", where, "seconds"),
-            memory_roof_bytes_per_s=_number(data, "memory_roof_bytes_per_s", where, "bytes per second"),
-            memory_roof_source=_text(data, "memory_roof_source", where),
-            compute_precision=precision,
-            torch_seconds=_number(data, "torch_seconds", where, "seconds"),
-            torch_bytes_moved=_number(data, "torch_bytes_moved", where, "bytes"),
-            max_abs_error=float(error),
-            config=MappingProxyType(dict(config)),
-            method=_text(data, "method", where),
-        )
-        if kernel.best_seconds > kernel.seconds:
-            raise RecordError(f"{where}.best_seconds exceeds its median seconds")
-        floor = kernel.bytes_moved / kernel.memory_roof_bytes_per_s
-        if kernel.predicted_seconds < floor * (1 - _DERIVED_RTOL):
+    def _consistent(self, where: str) -> None:
+        self._best_under_median(where)
+        floor = self.bytes_moved / self.memory_roof_bytes_per_s
+        if self.predicted_seconds < floor * (1 - _DERIVED_RTOL):
             raise RecordError(
-                f"{where}.predicted_seconds ({kernel.predicted_seconds:.3g} s) is below bytes_moved / "
+                f"{where}.predicted_seconds ({self.predicted_seconds:.3g} s) is below bytes_moved / "
                 f"memory roof ({floor:.3g} s): a prediction cannot beat its own roof"
             )
-        _agrees(data, "achieved_bytes_per_s", kernel.achieved_bytes_per_s, where)
-        _agrees(data, "achieved_flops_per_s", kernel.achieved_flops_per_s, where)
-        return kernel
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "shape": list(self.shape),
-            "dtype": self.dtype,
-            "flops": self.flops,
-            "bytes_moved": self.bytes_moved,
-            "seconds": self.seconds,
-            "best_seconds": self.best_seconds,
-            "predicted_seconds": self.predicted_seconds,
-            "memory_roof_bytes_per_s": self.memory_roof_bytes_per_s,
-            "memory_roof_source": self.memory_roof_source,
-            "compute_precision": self.compute_precision,
-            "torch_seconds": self.torch_seconds,
-            "torch_bytes_moved": self.torch_bytes_moved,
-            "max_abs_error": self.max_abs_error,
-            "config": dict(self.config),
-            "method": self.method,
-            "achieved_bytes_per_s": self.achieved_bytes_per_s,
-            "achieved_flops_per_s": self.achieved_flops_per_s,
-        }
 
     def check(self, spec: GPUSpec) -> None:
         """The guard on every rate in the row: kernel, unfused torch, and the roof it was predicted on."""
         what = f"the recorded {self.name} kernel"
-        check_plausible(
-            self.flops / self.best_seconds,
-            self.bytes_moved / self.best_seconds,
-            spec,
-            self.compute_precision,
-            what=what,
-        )
-        check_plausible(
-            self.flops / self.torch_seconds,
-            self.torch_bytes_moved / self.torch_seconds,
-            spec,
-            self.compute_precision,
-            what=f"the recorded unfused torch {self.name}",
-        )
+        check_plausible(self.flops / self.best_seconds, self.bytes_moved / self.best_seconds, spec,
+                        self.compute_precision, what=what)
+        check_plausible(self.flops / self.torch_seconds, self.torch_bytes_moved / self.torch_seconds, spec,
+                        self.compute_precision, what=f"the recorded unfused torch {self.name}")
         check_plausible(0.0, self.memory_roof_bytes_per_s, spec, self.compute_precision, what=f"{what}'s memory roof")
 
     def __str__(self) -> str:
@@ -523,42 +468,19 @@ class KernelMeasurement:
 
 
 @dataclass(frozen=True)
-class NotebookRun:
+class NotebookRun(_Part):
     """What nbval said on the GPU machine: every notebook, strict where it has a reference record.
 
     ``skipped`` must be 0 on a GPU run; ``make gpu-check`` fails otherwise.
     """
 
-    strict: tuple[str, ...]
-    lax: tuple[str, ...]
-    passed: int
-    failed: int
-    skipped: int
+    WHERE: ClassVar[str] = "notebooks"
 
-    @classmethod
-    def from_dict(cls, data: Mapping) -> "NotebookRun":
-        where = "notebooks"
-        files = {}
-        for key in ("strict", "lax"):
-            value = data.get(key, [])
-            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-                raise RecordError(f"{where}.{key} must be a list of notebook paths, got {value!r}")
-            files[key] = tuple(value)
-        return cls(
-            **files,
-            passed=_count0(data, "passed", where),
-            failed=_count0(data, "failed", where),
-            skipped=_count0(data, "skipped", where),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "strict": list(self.strict),
-            "lax": list(self.lax),
-            "passed": self.passed,
-            "failed": self.failed,
-            "skipped": self.skipped,
-        }
+    passed: int = _field("whole", "notebook cells", minimum=0)
+    failed: int = _field("whole", "notebook cells", minimum=0)
+    skipped: int = _field("whole", "notebook cells", minimum=0)
+    strict: tuple[str, ...] = _field("texts", "notebook paths", factory=tuple)
+    lax: tuple[str, ...] = _field("texts", "notebook paths", factory=tuple)
 
     @property
     def ok(self) -> bool:
@@ -569,7 +491,7 @@ class NotebookRun:
 
 
 @dataclass(frozen=True)
-class GPURecord:
+class GPURecord(_Part):
     """One ``make gpu-check`` run on one GPU. ``gpu`` is the registry key (``"h200"``).
 
     ``gemm`` holds the bf16 sweep and, where the chip has fp8, the fp8 sweep. ``notebooks`` is
@@ -578,14 +500,16 @@ class GPURecord:
     measurements instead of voiding them.
     """
 
-    gpu: str
-    provenance: Provenance
-    copy: CopyMeasurement
-    gemm: tuple[GemmMeasurement, ...]
-    kernels: tuple[KernelMeasurement, ...]
-    notebooks: NotebookRun | None = None
-    schema_version: int = SCHEMA_VERSION
-    failures: Mapping[str, str] = field(default_factory=dict)
+    WHERE: ClassVar[str] = "record"
+
+    gpu: str = _field("text", "a registry key")
+    provenance: Provenance = _field("part", "GPU name, driver, CUDA, torch, triton, date", part=Provenance)
+    copy: CopyMeasurement = _field("part", "the memory roof", part=CopyMeasurement)
+    gemm: tuple[GemmMeasurement, ...] = _field("parts", "GEMM measurements", part=GemmMeasurement, non_empty=True)
+    kernels: tuple[KernelMeasurement, ...] = _field("parts", "kernel measurements", part=KernelMeasurement)
+    notebooks: NotebookRun | None = _field("part", "the notebook run", default=None, part=NotebookRun)
+    schema_version: int = _field("whole", "the layout version", default=SCHEMA_VERSION)
+    failures: Mapping[str, str] = _field("texts_by_name", "failed step to its error message", factory=dict)
 
     @property
     def spec(self) -> GPUSpec:
@@ -634,17 +558,23 @@ class GPURecord:
             buffer_bytes=self.copy.buffer_bytes,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": self.schema_version,
-            "gpu": self.gpu,
-            "provenance": self.provenance.to_dict(),
-            "copy": self.copy.to_dict(),
-            "gemm": [g.to_dict() for g in self.gemm],
-            "kernels": [k.to_dict() for k in self.kernels],
-            "notebooks": None if self.notebooks is None else self.notebooks.to_dict(),
-            "failures": dict(self.failures),
-        }
+    def _consistent(self, where: str) -> None:
+        if self.schema_version != SCHEMA_VERSION:
+            raise RecordError(f"schema_version must be {SCHEMA_VERSION}, got {self.schema_version!r}")
+        if self.gpu not in known_gpus():
+            raise RecordError(
+                f"gpu must be a registry key ({', '.join(known_gpus())}), got {self.gpu!r}; a record for a GPU "
+                "the registry does not hold has no roofs to be checked against"
+            )
+        try:
+            named = match_gpu(self.provenance.device_name).key
+        except ValueError:
+            named = self.gpu  # an unusual name: trust the key the run was told to use
+        if named != self.gpu:
+            raise RecordError(
+                f"the record says gpu={self.gpu!r} but its device {self.provenance.device_name!r} is "
+                f"{named!r} in the registry"
+            )
 
     def check(self) -> None:
         """Apply the plausibility guard to every number against this GPU's registry roofs."""
@@ -656,42 +586,53 @@ class GPURecord:
             k.check(spec)
 
 
+def _failures(data: Mapping) -> Mapping[str, str]:
+    """The ``failures`` object of a record's JSON, checked (an empty mapping when absent)."""
+    kind = dataclasses.fields(GPURecord)[-1].metadata["json"]
+    return kind.load(data.get("failures", {}), "failures")
+
+
+# --------------------------------------------------------------------------- GPU names
+
+
+#: Words in a device name that never change which chip it is: the vendor, the SXM form factor
+#: (the registry's default part), the memory technology, the memory size (the registry's
+#: aliases say where a size does pick the part).
+def _droppable(word: str) -> bool:
+    return (word in ("nvidia", "amd", "instinct", "tesla", "gpu") or word.startswith(("sxm", "hbm"))
+            or (word.endswith("gb") and word[:-2].isdigit()))
+
+
 def match_gpu(device_name: str) -> GPUSpec:
     """The registry entry for a name as ``torch.cuda.get_device_name`` prints it.
 
-    ``"NVIDIA H200"`` -> H200 SXM, ``"NVIDIA A100-SXM4-80GB"`` -> A100 80GB SXM,
-    ``"NVIDIA H100 80GB HBM3"`` -> H100 SXM. Parts the registry does not hold (an H100 NVL, an
-    A100 PCIe) raise ValueError instead of borrowing a sibling's roofs.
+    The registry's own lookup (:func:`roofline_lib.hardware.gpu`, with its aliases) decides; this
+    only tries the name with fewer of the words that never change the chip (vendor, SXM, HBM
+    generation, memory size), longest first: ``"NVIDIA A100-SXM4-40GB"`` -> ``"a100 40gb"`` ->
+    A100 40GB SXM, ``"NVIDIA H100 80GB HBM3"`` -> ``"h100"`` -> H100 SXM. A word that does change
+    the part (PCIe, NVL) is never dropped, so an A100 PCIe or an H100 NVL raises ValueError
+    instead of borrowing a sibling's roofs.
     """
     if not isinstance(device_name, str) or not device_name.strip():
         raise TypeError(f"device_name must be a GPU name such as 'NVIDIA H200', got {device_name!r}")
-    name = " ".join(device_name.lower().replace("nvidia", " ").replace("-", " ").split())
-    words = set(name.split())
+    words = device_name.lower().replace("-", " ").replace("_", " ").split()
+    optional = [i for i, w in enumerate(words) if _droppable(w)]
+    for n_dropped in range(len(optional) + 1):
+        for dropped in itertools.combinations(optional, n_dropped):
+            kept = " ".join(w for i, w in enumerate(words) if i not in dropped)
+            if not kept:
+                continue
+            try:
+                return _registry_gpu(kept)
+            except ValueError:
+                continue
+    raise ValueError(
+        f"GPU {device_name!r} is not in the registry; add its datasheet to roofline_lib/hardware.py "
+        f"first (known: {', '.join(known_gpus())})"
+    )
 
-    def pick(key: str) -> GPUSpec:
-        return _lookup_gpu(key)
 
-    if "nvl" in words or "gh200" in words:
-        raise ValueError(f"{device_name!r} is not in the registry (its memory differs from the SXM part)")
-    if "h200" in words:
-        return pick("h200")
-    if "h100" in words:
-        return pick("h100-pcie") if "pcie" in words else pick("h100-sxm")
-    if "a100" in words:
-        if "pcie" in words:
-            raise ValueError(f"{device_name!r} is not in the registry (the PCIe A100 has other bandwidth)")
-        return pick("a100-40gb-sxm") if "40gb" in words else pick("a100-80gb-sxm")
-    if "b200" in words:
-        return pick("b200")
-    if "l4" in words:
-        return pick("l4")
-    try:
-        return _lookup_gpu(device_name)
-    except ValueError:
-        raise ValueError(
-            f"GPU {device_name!r} is not in the registry; add its datasheet to roofline_lib/hardware.py "
-            f"first (known: {', '.join(known_gpus())})"
-        ) from None
+# --------------------------------------------------------------------------- validation and files
 
 
 def validate_record(data: Mapping) -> GPURecord:
@@ -703,63 +644,24 @@ def validate_record(data: Mapping) -> GPURecord:
     """
     if not isinstance(data, Mapping):
         raise RecordError(f"a record must be a JSON object, got {type(data).__name__}")
-    version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise RecordError(f"schema_version must be {SCHEMA_VERSION}, got {version!r}")
-    unknown = set(data) - {"schema_version", "gpu", "provenance", "copy", "gemm", "kernels", "notebooks", "failures"}
-    if unknown:
-        raise RecordError(f"unknown field(s) in the record: {', '.join(sorted(unknown))}")
-    key = data.get("gpu")
-    if not isinstance(key, str) or key not in known_gpus():
-        raise RecordError(
-            f"gpu must be a registry key ({', '.join(known_gpus())}), got {key!r}; a record for a GPU "
-            "the registry does not hold has no roofs to be checked against"
-        )
+    if data.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+        raise RecordError(f"schema_version must be {SCHEMA_VERSION}, got {data.get('schema_version')!r}")
     if "provenance" not in data:
         raise RecordError("the record has no provenance (GPU name, driver, CUDA, torch, triton, date)")
-    provenance = Provenance.from_dict(data["provenance"])
-    try:
-        named = match_gpu(provenance.device_name).key
-    except ValueError:
-        named = key  # an unusual name: trust the key the run was told to use
-    if named != key:
-        raise RecordError(
-            f"the record says gpu={key!r} but its device {provenance.device_name!r} is {named!r} in the registry"
-        )
-    gemm = data.get("gemm")
-    kernels = data.get("kernels")
-    if not isinstance(gemm, list) or not gemm:
-        raise RecordError("gemm must be a non-empty list of GEMM measurements")
-    if not isinstance(kernels, list):
-        raise RecordError("kernels must be a list of kernel measurements")
-    notebooks = data.get("notebooks")
-    record = GPURecord(
-        gpu=key,
-        provenance=provenance,
-        copy=CopyMeasurement.from_dict(_mapping(data, "copy", "record")),
-        gemm=tuple(GemmMeasurement.from_dict(g, f"gemm[{i}]") for i, g in enumerate(gemm)),
-        kernels=tuple(KernelMeasurement.from_dict(k, f"kernels[{i}]") for i, k in enumerate(kernels)),
-        notebooks=None if notebooks is None else NotebookRun.from_dict(_mapping(data, "notebooks", "record")),
-        failures=_failures(data),
-    )
+    record = from_json(GPURecord, data)
     record.check()
     return record
 
 
-#: Points the record readers at another folder (tests, or a reader's own GPU runs).
-MEASUREMENTS_DIR_ENV = "ROOFLINE_MEASUREMENTS_DIR"
+def _folder(directory) -> Path:
+    if directory is None or isinstance(directory, bool) or not isinstance(directory, (str, Path)):
+        raise TypeError(f"directory must be the folder of the records (a path), got {directory!r}")
+    return Path(directory)
 
 
-def _directory(directory) -> Path:
-    if directory is not None:
-        return Path(directory)
-    override = os.environ.get(MEASUREMENTS_DIR_ENV)
-    return Path(override) if override else MEASUREMENTS_DIR
-
-
-def record_path(gpu, directory=None) -> Path:
+def record_path(gpu, directory) -> Path:
     """Where the record of ``gpu`` (a name or GPUSpec) lives: ``<directory>/<registry key>.json``."""
-    return _directory(directory) / f"{as_gpu(gpu).key}.json"
+    return _folder(directory) / f"{as_gpu(gpu).key}.json"
 
 
 def load_record(path) -> GPURecord:
@@ -775,27 +677,27 @@ def load_record(path) -> GPURecord:
         raise type(err)(f"{path.name}: {err}") from None
 
 
-def list_records(directory=None) -> tuple[GPURecord, ...]:
-    """Every record in ``directory`` (the course's by default), oldest first.
-
-    An empty tuple when none has been made yet; a malformed or implausible file raises, so a bad
-    record cannot sit unnoticed beside good ones.
-    """
-    root = _directory(directory)
-    if not root.is_dir():
-        return ()
-    found = [load_record(p) for p in sorted(root.glob("*.json"))]
-    return tuple(sorted(found, key=_when))
-
-
 def _when(record: GPURecord) -> datetime:
     """The record's date as an aware datetime (a date without a zone is taken as UTC)."""
     moment = datetime.fromisoformat(record.provenance.date)
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def latest_record(gpu=None, directory=None) -> GPURecord:
-    """The newest record, of ``gpu`` (a name or GPUSpec) when given.
+def list_records(directory) -> tuple[GPURecord, ...]:
+    """Every record in ``directory``, oldest first.
+
+    An empty tuple when none has been made yet (or the folder does not exist); a malformed or
+    implausible file raises, so a bad record cannot sit unnoticed beside good ones.
+    """
+    root = _folder(directory)
+    if not root.is_dir():
+        return ()
+    found = [load_record(p) for p in sorted(root.glob("*.json"))]
+    return tuple(sorted(found, key=_when))
+
+
+def latest_record(directory, gpu=None) -> GPURecord:
+    """The newest record in ``directory``, of ``gpu`` (a name or GPUSpec) when given.
 
     Raises :class:`NoRecord` with instructions when none exists; use :func:`list_records` to
     test for presence without an exception.
@@ -805,162 +707,19 @@ def latest_record(gpu=None, directory=None) -> GPURecord:
     if not found:
         what = "any GPU" if spec is None else spec.name
         raise NoRecord(
-            f"no measurement record for {what} in {_directory(directory).name}/ yet; "
+            f"no measurement record for {what} in {_folder(directory).name}/ yet; "
             "run `make gpu-check` on a CUDA machine to make one"
         )
     return found[-1]
 
 
-def write_record(record: GPURecord, directory=None) -> Path:
-    """Validate ``record`` and write it as ``<registry key>.json``; returns the path."""
+def write_record(record: GPURecord, directory) -> Path:
+    """Validate ``record`` and write it as ``<directory>/<registry key>.json``; returns the path."""
     if not isinstance(record, GPURecord):
         raise TypeError(f"record must be a GPURecord, got {type(record).__name__}")
-    data = record.to_dict()
+    data = to_json(record)
     validate_record(json.loads(json.dumps(data)))  # exactly what a reader will see
     path = record_path(record.gpu, directory)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return path
-
-
-# --------------------------------------------------------------------------- chapters
-
-
-def live_gpu() -> bool:
-    """True when a CUDA GPU is visible, so a chapter can run its GPU cells live.
-
-    Without one it returns False and the chapter shows the record alone, unless the environment
-    sets ``ROOFLINE_REQUIRE_GPU=1`` (``make gpu-check`` does): then a missing GPU raises
-    RuntimeError, because a GPU run that falls back to recorded numbers has silently skipped
-    its GPU cells.
-    """
-    from .measure import has_cuda
-
-    if has_cuda():
-        return True
-    if os.environ.get(REQUIRE_GPU_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
-        raise RuntimeError(
-            f"{REQUIRE_GPU_ENV}=1 but torch sees no CUDA GPU, so this GPU cell would have been "
-            "skipped; is the CPU build of torch installed on the GPU machine?"
-        )
-    return False
-
-
-def side_by_side(record: GPURecord, live: Iterable[KernelMeasurement] = ()) -> list[dict[str, Any]]:
-    """Rows for a table of the recorded kernels, with live timings beside them where given.
-
-    Each row: ``name``, ``recorded_seconds``, ``recorded_bytes_per_s``, ``predicted_seconds``,
-    ``live_seconds`` and ``live_bytes_per_s`` (``None`` in a row with no live measurement:
-    an empty table cell, on a machine without a GPU).
-    """
-    if not isinstance(record, GPURecord):
-        raise TypeError(f"record must be a GPURecord, got {type(record).__name__}")
-    live_by_name = {}
-    for row in live:
-        if not isinstance(row, KernelMeasurement):
-            raise TypeError(f"live must hold KernelMeasurement rows, got {type(row).__name__}")
-        live_by_name[row.name] = row
-    rows = []
-    for k in record.kernels:
-        now = live_by_name.get(k.name)
-        rows.append(
-            {
-                "name": k.name,
-                "recorded_seconds": k.seconds,
-                "recorded_bytes_per_s": k.achieved_bytes_per_s,
-                "predicted_seconds": k.predicted_seconds,
-                "live_seconds": None if now is None else now.seconds,
-                "live_bytes_per_s": None if now is None else now.achieved_bytes_per_s,
-            }
-        )
-    return rows
-
-
-@dataclass(frozen=True)
-class Target:
-    """One of the course's targets for a GPU run, and whether this record reached it."""
-
-    name: str
-    value: float
-    goal: float
-    met: bool
-    detail: str
-
-    def __str__(self) -> str:
-        mark = "met " if self.met else "MISS"
-        return f"[{mark}] {self.name}: {self.detail}"
-
-
-def check_targets(record: GPURecord) -> tuple[Target, ...]:
-    """The targets the course sets for a run (met or missed; reported, never enforced).
-
-    One statistic on both sides of every target: the **best** repetition (the fastest of the
-    timed calls), because a roof is the fastest the machine showed, and a median measured
-    against a best (or against a datasheet peak) judges a healthy GPU as a miss.
-
-    * best memory-roof bandwidth >= 90 % of the datasheet HBM bandwidth;
-    * best bf16 GEMM >= 80 % of the datasheet dense bf16 peak;
-    * each fused kernel's (every kernel but ``copy``) best bandwidth >= 90 % of the best measured
-      memory roof;
-    * each memory-bound kernel's best time within 15 % of its prediction (made from that roof).
-    """
-    spec = record.spec
-    out = []
-    roof = record.copy.best_bytes_per_s
-    copy_fraction = roof / spec.hbm_bytes_per_s
-    out.append(Target(
-        "copy bandwidth", copy_fraction, _COPY_TARGET, copy_fraction >= _COPY_TARGET,
-        f"{roof / 1e12:.3g} TB/s best ({record.copy.kernel}) = {copy_fraction:.1%} of the datasheet "
-        f"{spec.hbm_bytes_per_s / 1e12:.3g} TB/s (target {_COPY_TARGET:.0%})",
-    ))
-    gemm = record.best_gemm("bf16")
-    peak = spec.peak_flops_per_s("bf16")
-    gemm_fraction = gemm.best_flops_per_s / peak
-    out.append(Target(
-        "bf16 GEMM", gemm_fraction, _GEMM_TARGET, gemm_fraction >= _GEMM_TARGET,
-        f"{gemm.best_flops_per_s / 1e12:.4g} TFLOP/s best at {gemm.m}x{gemm.n}x{gemm.k} = {gemm_fraction:.1%} "
-        f"of the dense {peak / 1e12:.4g} TFLOP/s (target {_GEMM_TARGET:.0%})",
-    ))
-    for k in record.kernels:
-        best_rate = k.bytes_moved / k.best_seconds
-        if k.name != "copy":
-            fraction = best_rate / roof
-            out.append(Target(
-                f"{k.name} bandwidth", fraction, _FUSED_TARGET, fraction >= _FUSED_TARGET,
-                f"{best_rate / 1e12:.3g} TB/s best = {fraction:.1%} of the best measured memory roof "
-                f"{roof / 1e12:.3g} TB/s (target {_FUSED_TARGET:.0%})",
-            ))
-        ridge = ridge_point(spec, k.compute_precision)
-        if k.intensity < ridge:
-            error = (k.best_seconds - k.predicted_seconds) / k.predicted_seconds
-            out.append(Target(
-                f"{k.name} prediction", abs(error), _PREDICTION_BAND, abs(error) <= _PREDICTION_BAND,
-                f"best {k.best_seconds * 1e6:.4g} us vs predicted {k.predicted_seconds * 1e6:.4g} us "
-                f"({error:+.1%}; band +/-{_PREDICTION_BAND:.0%})",
-            ))
-    return tuple(out)
-
-
-def describe_record(record: GPURecord) -> str:
-    """What a chapter shows of a recorded GPU run: its provenance first, then every roof and kernel.
-
-    Each rate is printed beside the roof it is judged against, so a reader sees both the number
-    and where it came from.
-    """
-    if not isinstance(record, GPURecord):
-        raise TypeError(f"record must be a GPURecord, got {type(record).__name__} {record!r}")
-    spec = record.spec
-    lines = [record.label]
-    copy_rate = record.copy.best_bytes_per_s
-    lines.append(f"copy: {copy_rate / 1e12:.3g} TB/s best, {copy_rate / spec.hbm_bytes_per_s:.0%} of the "
-                 f"datasheet {spec.hbm_bytes_per_s / 1e12:.3g} TB/s ({record.copy.method})")
-    for precision in sorted({g.precision for g in record.gemm}):
-        best = record.best_gemm(precision)
-        peak = spec.peak_flops_per_s(precision)
-        lines.append(f"{precision} GEMM {best.m}x{best.n}x{best.k}: {best.best_flops_per_s / 1e12:.4g} TFLOP/s, "
-                     f"{best.best_flops_per_s / peak:.0%} of the dense {peak / 1e12:.4g} TFLOP/s ({best.method})")
-    for k in record.kernels:
-        lines.append(f"kernel {k.name} {k.dtype} {'x'.join(map(str, k.shape))}: {k.seconds * 1e6:.4g} us "
-                     f"measured, {k.predicted_seconds * 1e6:.4g} us predicted")
-    lines.extend(str(target) for target in check_targets(record))
-    return "\n".join(lines)

@@ -33,7 +33,8 @@ from hypothesis import strategies as st
 import roofline_lib as rl
 
 #: Modules that ``import roofline_lib`` does not load; their ``__all__`` is public too.
-ON_DEMAND = ("audit", "measure", "plots", "widgets", "diagnose", "kernels", "records", "export", "grading", "cli")
+ON_DEMAND = ("audit", "measure", "plots", "widgets", "diagnose", "kernels", "records", "record_report", "export",
+             "grading", "cli")
 
 #: What each kind of parameter looks like in a valid call, by name. SI units throughout.
 VALID: dict[str, Any] = {
@@ -126,7 +127,6 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "rl.decode_step_bytes_of": {"cfg": lambda: _config()},
     "rl.decode_flops_per_token": {"cfg": lambda: _config()},
     "rl.model_decode_ceiling": {"cfg": lambda: _config()},
-    "rl.decode_flops_per_token": {"cfg": lambda: _config()},
     "kernels.predict_seconds": {"count": lambda: rl.gemm(64, 64, 64), "bytes_per_s": None},
 }
 
@@ -137,7 +137,7 @@ NOT_CALLED: dict[str, str] = {
     "rl.registry": "takes no arguments",
     "measure.has_cuda": "takes no arguments",
     "export.registry_as_dict": "takes no arguments",
-    "records.live_gpu": "takes no arguments",
+    "record_report.live_gpu": "takes no arguments",
     "measure.measure_ceilings": "runs for its time budget; its refusal of bad seconds is in test_measure",
     "measure.best_of": "takes MeasuredCeilings readings, not numbers; tested in test_measure",
     "audit.count_flops": "takes a callable and that callable's own arguments",
@@ -160,9 +160,11 @@ NOT_CALLED: dict[str, str] = {
     "kernels.add_rmsnorm_reference": "takes torch tensors",
     "kernels.check_demo": "runs a demo kernel by name; tested in test_kernels",
     "kernels.run_demo": "needs a CUDA GPU",
-    "records.describe_record": "takes a GPURecord; its refusal of anything else is in test_records",
-    "records.check_targets": "takes a GPURecord; tested in test_records",
-    "records.side_by_side": "takes a GPURecord and KernelMeasurement rows; its refusals are in test_records",
+    "record_report.describe_record": "takes a GPURecord; its refusal of anything else is in test_records",
+    "record_report.check_targets": "takes a GPURecord; tested in test_records",
+    "record_report.side_by_side": "takes a GPURecord and KernelMeasurement rows; its refusals are in test_records",
+    "records.from_json": "takes a record part's class and its parsed JSON; the schema's refusals are in test_records",
+    "records.to_json": "takes a record part",
     "records.validate_record": "takes a parsed JSON document; the schema's refusals are in test_records",
     "records.load_record": "takes a path",
     "records.list_records": "takes a folder",
@@ -450,7 +452,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("rl.published_params", "name"): "the error for an empty name does not say 'name'",
     ("rl.link", "name"): "the error for an empty name does not say 'name'",
     ("measure.device_label", "device"): "any value is printed as a device",
-    ("rl.decode_flops_per_token", "context_len"): "the error speaks of seq_len",
     ("diagnose.measured_mfu", "precision"): "not checked",
     ("diagnose.measured_mfu", "ceilings"): "the error for a string does not say 'ceilings'",
     ("export.registry_json", "indent"): "passed to json.dumps unchecked",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from roofline_lib import diagnose, measure, records
+from roofline_lib import diagnose, measure, record_report
 from roofline_lib.hardware import gpu
 from roofline_lib.roofline import check_plausible
 
@@ -29,7 +29,7 @@ NOTEBOOK_DIRS = ("notebooks", "exercises")
 def _fake_env(**extra) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(FAKE), fake_cuda.ENV: "h200",
            "PATH": f"{FAKE / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
-    for name in ("TRITON_INTERPRET", "CUDA_VISIBLE_DEVICES", records.REQUIRE_GPU_ENV):
+    for name in ("TRITON_INTERPRET", "CUDA_VISIBLE_DEVICES", record_report.REQUIRE_GPU_ENV):
         env.pop(name, None)
     return env
 
@@ -49,7 +49,7 @@ def test_the_fake_is_inert_unless_its_variable_is_set():
 def test_the_fake_h200_gives_figures_its_datasheet_allows():
     h200 = gpu("h200")
     with fake_cuda.patched():
-        assert measure.has_cuda() and records.live_gpu()
+        assert measure.has_cuda() and record_report.live_gpu()
         roofs = measure.measure_ceilings(seconds=2.0, device="cuda")
     # 92 % of 4.8 TB/s = 4.42 TB/s; 82 % of 989.5 TFLOP/s = 811 TFLOP/s at 8192^3
     assert roofs.bytes_per_s == pytest.approx(0.92 * h200.hbm_bytes_per_s, rel=1e-9)

@@ -17,7 +17,7 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError('blocked: ' + name)
 sys.meta_path.insert(0, Block())
 import roofline_lib as rl
-from roofline_lib import records
+from roofline_lib import record_report, records
 print(rl.decode_roofline(7e9, 'H100').tokens_per_s > 0)
 """
 
@@ -60,3 +60,34 @@ def test_the_lock_pins_every_direct_dependency_and_names_no_host():
     assert pins["torch"] == "2.13.0"
     assert "--index-url" not in lock and "--find-links" not in lock and "://" not in lock
     assert "make lock" in lock  # the header says how it was made
+
+
+def _layers() -> list[str]:
+    """The layer list in roofline_lib/__init__.py's docstring, top first."""
+    import roofline_lib
+
+    return re.findall(r"^    ([a-z_]+)\s+->", roofline_lib.__doc__, flags=re.M)
+
+
+#: Imports against the layer order, each with its reason; anything else fails the test below.
+_UPWARD = {
+    ("grading", "cli"): "grading.main, the old entry point, hands over to the command line",
+}
+
+
+def test_the_layer_list_matches_the_imports():
+    layers = _layers()
+    package = ROOT / "roofline_lib"
+    public = sorted(p.stem for p in package.glob("*.py") if not p.stem.startswith("_"))
+    assert sorted(layers) == public, "every public module has one line in the layer list"
+    rank = {name: i for i, name in enumerate(layers)}
+    wrong = []
+    for name in layers:
+        source = (package / f"{name}.py").read_text()
+        imported = set(re.findall(r"^\s*from \.([a-z_]+) import", source, flags=re.M))
+        for group in re.findall(r"^\s*from \. import ([a-z_, ]+)", source, flags=re.M):
+            imported |= {w.strip().split(" ")[0] for w in group.split(",")}
+        for other in imported:
+            if other in rank and rank[other] >= rank[name] and (name, other) not in _UPWARD:
+                wrong.append(f"{name} imports {other}, which is not above it")
+    assert not wrong, "; ".join(wrong)

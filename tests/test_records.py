@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lib import records
+from roofline_lib import record_report, records
 from roofline_lib.records import GPURecord, NoRecord, RecordError
 from roofline_lib.roofline import ImplausibleMeasurement
 
@@ -117,7 +117,7 @@ def test_write_then_list_then_latest_round_trip(tmp_path):
     again = records.load_record(path)
     assert again == rec
     assert records.list_records(tmp_path) == (rec,)
-    assert records.latest_record("H200", directory=tmp_path) == rec
+    assert records.latest_record(tmp_path, "H200") == rec
     stored = json.loads(path.read_text())
     assert stored["copy"]["bytes_per_s"] == pytest.approx(4.0e12)  # derived rates are stored for readers
 
@@ -130,17 +130,17 @@ def test_latest_record_is_the_newest_and_can_be_asked_per_gpu(tmp_path):
                             "copy.seconds": 1.5e-3, "copy.best_seconds": 1.4e-3, "kernels": []})
     _write(tmp_path, older_h100)
     assert [r.gpu for r in records.list_records(tmp_path)] == ["h100-sxm", "h200"]  # oldest first
-    assert records.latest_record(directory=tmp_path).gpu == "h200"
-    assert records.latest_record("H100", directory=tmp_path).gpu == "h100-sxm"
+    assert records.latest_record(tmp_path).gpu == "h200"
+    assert records.latest_record(tmp_path, "H100").gpu == "h100-sxm"
     with pytest.raises(NoRecord, match="no measurement record for B200"):
-        records.latest_record("B200", directory=tmp_path)
+        records.latest_record(tmp_path, "B200")
 
 
 def test_no_record_yet_says_how_to_make_one(tmp_path):
     assert records.list_records(tmp_path) == ()
     assert records.list_records(tmp_path / "absent") == ()
     with pytest.raises(NoRecord, match="make gpu-check"):
-        records.latest_record(directory=tmp_path)
+        records.latest_record(tmp_path)
 
 
 def test_the_recorded_roofs_become_measured_ceilings():
@@ -288,7 +288,7 @@ def test_match_gpu_refuses_parts_the_registry_does_not_hold(device_name):
 
 
 def test_targets_report_met_and_missed():
-    targets = {t.name: t for t in records.check_targets(records.validate_record(_record()))}
+    targets = {t.name: t for t in record_report.check_targets(records.validate_record(_record()))}
     # every target compares best with best (the fastest repetition on both sides)
     assert targets["copy bandwidth"].value == pytest.approx(0.9259, rel=1e-3)  # 4e9 B / 0.9 ms = 4.44 / 4.8 TB/s
     assert targets["copy bandwidth"].met  # at least 90 %
@@ -303,36 +303,47 @@ def test_targets_report_met_and_missed():
 def test_side_by_side_puts_live_numbers_beside_the_record():
     rec = records.validate_record(_record())
     live = records.KernelMeasurement.from_dict(_record(**{"kernels.0.seconds": 1.3e-3})["kernels"][0])
-    (row,) = records.side_by_side(rec, [live])
+    (row,) = record_report.side_by_side(rec, [live])
     assert row["recorded_seconds"] == 1.2e-3
     assert row["live_seconds"] == 1.3e-3
     assert row["live_bytes_per_s"] == pytest.approx(3.692e12, rel=1e-3)  # 4.8e9 / 1.3e-3
-    (row,) = records.side_by_side(rec)
+    (row,) = record_report.side_by_side(rec)
     assert row["live_seconds"] is None  # no GPU here: an empty cell
     with pytest.raises(TypeError, match="KernelMeasurement"):
-        records.side_by_side(rec, [{"name": "bias_gelu"}])
+        record_report.side_by_side(rec, [{"name": "bias_gelu"}])
 
 
 def test_live_gpu_falls_back_to_the_record_unless_a_gpu_run_requires_one(monkeypatch):
     from roofline_lib import measure
 
     monkeypatch.setattr(measure, "has_cuda", lambda: False)
-    monkeypatch.delenv(records.REQUIRE_GPU_ENV, raising=False)
-    assert records.live_gpu() is False
-    monkeypatch.setenv(records.REQUIRE_GPU_ENV, "1")
+    monkeypatch.delenv(record_report.REQUIRE_GPU_ENV, raising=False)
+    assert record_report.live_gpu() is False
+    monkeypatch.setenv(record_report.REQUIRE_GPU_ENV, "1")
     with pytest.raises(RuntimeError, match="would have been skipped"):
-        records.live_gpu()
+        record_report.live_gpu()
     monkeypatch.setattr(measure, "has_cuda", lambda: True)
-    assert records.live_gpu() is True
+    assert record_report.live_gpu() is True
+
+
+#: Where the course keeps its records; the library is told, it does not know.
+MEASUREMENTS = ROOT / "book" / "data" / "measurements"
 
 
 def test_every_committed_record_is_valid_and_nothing_else_is_json():
-    folder = records.MEASUREMENTS_DIR
-    assert (folder / "README.md").exists()
-    for path in folder.iterdir():
-        assert path.suffix in (".json", ".md"), f"unexpected file {path.name} in {folder}"
-    for rec in records.list_records():  # raises on any malformed or implausible file
-        assert records.record_path(rec.gpu).exists(), f"{rec.gpu}'s record must be named {rec.gpu}.json"
+    assert (MEASUREMENTS / "README.md").exists()
+    for path in MEASUREMENTS.iterdir():
+        assert path.suffix in (".json", ".md"), f"unexpected file {path.name} in {MEASUREMENTS}"
+    for rec in records.list_records(MEASUREMENTS):  # raises on any malformed or implausible file
+        assert records.record_path(rec.gpu, MEASUREMENTS).exists(), f"{rec.gpu}'s record must be named {rec.gpu}.json"
+
+
+def test_the_library_does_not_know_the_books_folders():
+    for path in (ROOT / "roofline_lib").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "MEASUREMENTS_DIR" not in text and '"measurements"' not in text, path.name
+    with pytest.raises(TypeError, match="directory"):
+        records.list_records(None)
 
 
 _TIMES_GPU_KERNELS = re.compile(r"roofline_lib\.kernels|from roofline_lib import [^\n]*\bkernels\b|run_demo\(")
@@ -347,7 +358,7 @@ def test_chapters_that_time_gpu_kernels_show_the_record():
         if _TIMES_GPU_KERNELS.search(text):
             assert "latest_record" in text or "list_records" in text, f"{path.name} times kernels but never shows the record"
             assert ".label" in text, f"{path.name} shows recorded numbers without their provenance label"
-            assert "live_gpu()" in text, f"{path.name} must ask records.live_gpu() before timing live"
+            assert "live_gpu()" in text, f"{path.name} must ask record_report.live_gpu() before timing live"
 
 
 # --------------------------------------------------------------------------- tools/gpu_check.py on a CPU
@@ -409,7 +420,7 @@ def test_gpu_check_summary_lists_every_part_and_the_targets(gpu_check):
 
 
 def test_describe_record_leads_with_provenance_and_judges_every_rate():
-    text = records.describe_record(records.validate_record(_record()))
+    text = record_report.describe_record(records.validate_record(_record()))
     first, *rest = text.splitlines()
     assert first.startswith("Recorded on NVIDIA H200") and "driver 570.00" in first and "2026-03-02" in first
     # best copy: 2 * 2e9 bytes (read + write) / 0.9e-3 s = 4.44e12 B/s, 93 % of 4.8 TB/s
@@ -418,7 +429,7 @@ def test_describe_record_leads_with_provenance_and_judges_every_rate():
     assert any(line.startswith("bf16 GEMM 8192x8192x8192: 785.4 TFLOP/s, 79% of the dense 989.5") for line in rest)
     assert any(line.startswith("kernel bias_gelu bf16 16384x8192: 1200 us measured, 1080 us predicted") for line in rest)
     with pytest.raises(TypeError, match="GPURecord"):
-        records.describe_record({"gpu": "h200"})
+        record_report.describe_record({"gpu": "h200"})
 
 
 def _chapter_gpu_cell() -> str:
@@ -435,15 +446,20 @@ def test_the_profiling_chapter_shows_the_record_when_there_is_no_gpu(tmp_path, m
     from roofline_lib import measure
 
     monkeypatch.setattr(measure, "has_cuda", lambda: False)
-    monkeypatch.delenv(records.REQUIRE_GPU_ENV, raising=False)
-    monkeypatch.setenv(records.MEASUREMENTS_DIR_ENV, str(tmp_path))
+    monkeypatch.delenv(record_report.REQUIRE_GPU_ENV, raising=False)
+    # the chapter runs from notebooks/ and names ../book/data/measurements; run it from a copy of that layout
+    (tmp_path / "notebooks").mkdir()
+    folder = tmp_path / "book" / "data" / "measurements"
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "notebooks")
     cell = _chapter_gpu_cell()
+    names = {"records": records, "record_report": record_report, "rl": rl, "os": os}
 
-    exec(cell, {"records": records, "rl": rl})  # an empty folder: the explanation, never an error
+    exec(cell, dict(names))  # an empty folder: the explanation, never an error
     assert "no recorded GPU run yet" in capsys.readouterr().out
 
-    (tmp_path / "h200.json").write_text(json.dumps(_record()))
-    exec(cell, {"records": records, "rl": rl})
+    (folder / "h200.json").write_text(json.dumps(_record()))
+    exec(cell, dict(names))
     out = capsys.readouterr().out
     assert out.startswith("Recorded on NVIDIA H200")  # provenance first
     assert "bf16 GEMM 8192x8192x8192: 785.4 TFLOP/s" in out  # the recorded numbers themselves

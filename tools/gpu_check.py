@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
-from roofline_lib import measure, records
+from roofline_lib import measure, record_report, records
 from roofline_lib.hardware import as_gpu
 from roofline_lib.records import (
     CopyMeasurement,
@@ -194,7 +194,7 @@ def junit_counts(path: Path) -> dict[str, int]:
 
 def _gpu_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env[records.REQUIRE_GPU_ENV] = "1"
+    env[record_report.REQUIRE_GPU_ENV] = "1"
     return env
 
 
@@ -247,7 +247,7 @@ def summary(record: GPURecord) -> str:
         lines.append(f"notebooks {len(nb.strict)} strict, {len(nb.lax)} lax: {nb.passed} cells passed, "
                      f"{nb.failed} failed, {nb.skipped} skipped")
     lines += ["", "targets (reported, not enforced; best repetition against best on both sides):"]
-    lines += [f"  {t}" for t in records.check_targets(record)]
+    lines += [f"  {t}" for t in record_report.check_targets(record)]
     return "\n".join(lines)
 
 
