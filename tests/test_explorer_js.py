@@ -263,7 +263,7 @@ def test_the_extension_finds_explorers_by_their_class():
 # --------------------------------------------------------------------------- MFU (chapter 5)
 
 _SHAPE = {"n_layers": 32, "d_model": 4096, "seq_len": 4096}  # Llama-2-7B's shape
-_CONVENTIONS = (("6N", {}), ("three-term", _SHAPE))
+_CONVENTIONS = (("6N", {}), ("three-term", _SHAPE), ("full-square", _SHAPE))
 
 
 def _library_mfu(case):
@@ -347,6 +347,12 @@ def test_three_term_adds_the_score_work(run_js):
     ])
     assert six_n == 40.2e9  # 6 * 6.7e9
     assert three_term == 40.2e9 + 6 * 32 * 4096 * 4096  # + 3.221e9 = 43.42e9 FLOP per token
+    full, palm = run_js([
+        {"op": "training_flops", "n_params": 6.7e9, "convention": "full-square", **_SHAPE},
+        {"op": "training_flops", "n_params": 6.7e9, "convention": "PaLM", **_SHAPE},
+    ])
+    assert full == palm == 40.2e9 + 12 * 32 * 4096 * 4096  # the whole square: twice the causal term
+    assert full == rl.training_flops_per_token(6.7e9, convention="full-square", **_SHAPE)
 
 
 def test_mfu_bad_input_is_refused_with_the_reason(run_js):
@@ -362,7 +368,7 @@ def test_mfu_bad_input_is_refused_with_the_reason(run_js):
     ])
     assert "A100 80GB SXM has no fp8" in no_fp8["error"] and "bf16" in no_fp8["error"]
     assert no_shape["error"].endswith("missing: d_model, seq_len")
-    assert "convention must be one of '6N', 'three-term'" in bad_convention["error"]
+    assert "convention must be one of '6N', 'three-term', 'full-square'" in bad_convention["error"]
     assert "n_gpus must be a positive whole number of GPUs" in zero_gpus["error"]
     assert "n_gpus must be a positive whole number of GPUs" in half_gpu["error"]
     assert "tokens_per_s must be a positive finite number of tokens per second" in zero_rate["error"]

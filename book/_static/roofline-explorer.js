@@ -159,7 +159,9 @@
 
   // -- training: MFU (roofline_lib.training.mfu, roofline_lib.transformer.training_flops_per_token)
 
-  var CONVENTIONS = ["6N", "three-term"];
+  // transformer.TRAINING_CONVENTIONS, in its order; "palm" is the library's alias for full-square
+  var CONVENTIONS = ["6N", "three-term", "full-square"];
+  var CONVENTION_ALIASES = { palm: "full-square", kaplan: "three-term" };
   // The same words as roofline_lib.training's refusal; tests/test_explorer_js.py holds them equal.
   var MFU_CAUSES = "likely causes: a sparse (2:4) peak used instead of the dense one, the wrong GPU " +
     "count, tokens/s counted per GPU but divided by every GPU (or global tokens/s divided by one), " +
@@ -181,13 +183,16 @@
   /** The registered spelling of a convention name, matched case-insensitively. */
   function conventionKey(convention) {
     var norm = String(convention).trim().toLowerCase();
+    norm = CONVENTION_ALIASES[norm] || norm;
     for (var i = 0; i < CONVENTIONS.length; i++) {
       if (CONVENTIONS[i].toLowerCase() === norm) return CONVENTIONS[i];
     }
-    throw new Error("convention must be one of '6N', 'three-term', got " + JSON.stringify(convention));
+    throw new Error("convention must be one of '6N', 'three-term', 'full-square', got " + JSON.stringify(convention));
   }
 
-  /** Training FLOP per token: 6 N ("6N") or 6 N + 6 L s d ("three-term", the causal scores x3). */
+  /** Training FLOP per token: 6 N ("6N"), 6 N + 6 L s d ("three-term", the causal scores x3) or
+   *  6 N + 12 L s d ("full-square", PaLM's count of the whole score square), with d the attention
+   *  width (d_model here: the page has no separate heads x head size). */
   function trainingFlopsPerToken(nParams, convention, nLayers, dModel, seqLen) {
     var n = positive(nParams, "n_params", "parameters");
     var key = conventionKey(convention === undefined ? "6N" : convention);
@@ -200,10 +205,10 @@
     });
     if (key === "6N") return 6 * n; // 2N forward + 4N backward
     if (missing.length) {
-      throw new Error("convention 'three-term' (6N + 6 L s d) needs n_layers, d_model and seq_len; " +
-        "missing: " + missing.join(", "));
+      throw new Error("convention '" + key + "' needs n_layers, d_model and seq_len; missing: " + missing.join(", "));
     }
-    return 6 * n + 6 * nLayers * seqLen * dModel; // + 3 x (causal 2 s d per layer)
+    var squares = key === "full-square" ? 2 : 1; // the whole square is twice the causal half
+    return 6 * n + 3 * squares * (2 * nLayers * seqLen * dModel); // + 3 x (causal 2 s d per layer, or twice it)
   }
 
   /** The steps of an MFU: FLOP per token, model FLOP/s, the dense peak of every card, their ratio. */
@@ -226,10 +231,11 @@
     };
   }
 
-  /** MFU as a fraction; above 1 an error naming the usual mistakes, as roofline_lib.mfu raises. */
+  /** MFU as a fraction; above the peak by more than the registry's plausibility tolerance, an error
+   *  naming the usual mistakes, as roofline_lib.mfu raises (the one rule, roofline.check_plausible). */
   function mfu(nParams, tokensPerS, nGpus, gpu, precision, convention, nLayers, dModel, seqLen) {
     var m = mfuParts(nParams, tokensPerS, nGpus, gpu, precision, convention, nLayers, dModel, seqLen);
-    if (m.mfu > 1) {
+    if (m.achievedFlopsPerS > m.peakFlopsPerS * (1 + registry().plausibility_tolerance)) {
       throw new Error("MFU of " + percentLikePython(m.mfu, 1) + " is impossible: " +
         generalLikePython(m.achievedFlopsPerS / 1e15, 4) + " PFLOP/s against " + nGpus + " x " +
         m.gpuName + " at a dense " + precision + " peak of " + generalLikePython(m.peakFlopsPerS / 1e15, 4) +
@@ -859,7 +865,7 @@
       peak: readout(ui.dl, "peak_flops_per_s", "Peak, all GPUs"),
       mfu: readout(ui.dl, "mfu", "MFU"),
     };
-    var formula = conventionKey(convention) === "6N" ? "6N" : "(6N + 6 L s d)";
+    var formula = { "6N": "6N", "three-term": "(6N + 6 L s d)", "full-square": "(6N + 12 L s d)" }[conventionKey(convention)];
     tokens.addEventListener("input", function () { rate = snap3(tokens.value); refresh(); });
     gpus.input.addEventListener("input", refresh);
 
