@@ -66,6 +66,11 @@ class _Props:
         self.major, self.minor = 9, 0
         self.total_memory = 143_771 * 2**20  # 141 GB of HBM3e as the driver reports it
         self.multi_processor_count = 132
+        self.max_threads_per_block = 1024
+        self.max_threads_per_multi_processor = 2048
+        self.regs_per_multiprocessor = 65536
+        self.warp_size = 32
+        self.is_integrated = False
         self.L2_cache_size = 50 * 2**20
         self.uuid = UUIDS[_visible_index()].removeprefix("GPU-")
 
