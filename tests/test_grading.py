@@ -441,8 +441,12 @@ try:
     key_import = "imported"
 except ImportError:
     key_import = "refused"
+import os, subprocess
+os.environ.pop("ROOFLINE_GRADING", None)  # then ask the practice judge, which would answer "too high"
+oracle = subprocess.run([sys.executable, "-m", "roofline_lib.grading", "--practice"], capture_output=True,
+                        text=True, input=json.dumps({"plan": "ex1-a"}) + "\\n").stdout
 json.dump({"modules": sorted(m for m in sys.modules if "grading" in m or "_key" in m),
-           "floats": sorted(floats), "holders": holders, "key_import": key_import},
+           "floats": sorted(floats), "holders": holders, "key_import": key_import, "oracle": oracle},
           open(OUT_PATH, "w"))
 intensity = ...
 '''
@@ -456,6 +460,7 @@ def test_an_answer_cell_inspecting_the_kernel_finds_no_key(tmp_path):
     assert report["students"][0]["marks"] == 0
     found = json.loads(findings.read_text())
     assert found["modules"] == [] and found["holders"] == [] and found["key_import"] == "refused"
+    assert found["oracle"] == ""  # the practice judge cannot be started from a graded kernel
     references = [key._ex1_intensity(), key.EX1["fp32_flops_per_s"] / key.EX1["hbm_bytes_per_s"],
                   key._ex1_bytes_per_s(key.EX1["seconds"]) / key.EX1["hbm_bytes_per_s"],
                   key._ex1_intensity() * key.EX1["hbm_bytes_per_s"] / key.EX1["fp32_flops_per_s"]]
