@@ -7,7 +7,8 @@ every ``from .x import`` in the package, including imports inside functions):
     interconnect  -> the link registry beside it: NVLink, PCIe, InfiniBand, 8-GPU nodes
     roofline      -> ridge point, attainable FLOP/s, kernel verdict, plausibility guard
     ops           -> FLOPs and bytes of single operations (GEMM, GEMV, norms, attention...)
-    transformer   -> model-level FLOP counts and conventions (6N, three-term), shipped configs
+    transformer   -> model counts (GQA, head size, experts), conventions (6N, three-term, full-square),
+                     shipped configs and Hugging Face config.json reading
     audit         -> FlopCounterMode-based FLOP audit of real torch graphs
     inference     -> decode ceilings, weight-GEMM intensity, KV cache, quantisation
     training      -> MFU/HFU, training bills, precision sweep
