@@ -91,3 +91,36 @@ def test_the_layer_list_matches_the_imports():
             if other in rank and rank[other] >= rank[name] and (name, other) not in _UPWARD:
                 wrong.append(f"{name} imports {other}, which is not above it")
     assert not wrong, "; ".join(wrong)
+
+
+def _sanitizers() -> list[tuple[str, str]]:
+    import configparser
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "tests" / "nbval_sanitize.cfg")
+    return [(cfg[s]["regex"], cfg[s]["replace"]) for s in cfg.sections()]
+
+
+def test_strict_nbval_compares_the_registrys_figures():
+    # a line as chapter 1 prints it: every figure in it comes from the registry, none is measured
+    line = "H100 SXM        3.35 TB/s  bf16   989.5 TFLOP/s  ridge   295 FLOP/B"
+    for regex, replace in _sanitizers():
+        assert re.sub(regex, replace, line) == line, f"the sanitizer [{regex}] rewrites a registry figure"
+
+
+def test_the_strict_records_store_no_images_and_hold_the_registry_figures():
+    import json as _json
+
+    records_dir = ROOT / "tests" / "records"
+    files = sorted(records_dir.rglob("*.ipynb"))
+    assert files, "strict nbval has at least one reference record"
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        nb = _json.loads(text)
+        assert "base64," not in text.replace("base64,NOT-STORED", ""), f"{path.name} stores an image"
+        for cell in nb["cells"]:
+            for output in cell.get("outputs", []):
+                assert not any(k.startswith("image/") or "/image/" in k for k in output.get("data", {})), path.name
+        assert "widgets" not in nb["metadata"], f"{path.name} stores widget state"
+    chapter1 = (records_dir / "notebooks" / "01_two_speed_limits.ipynb").read_text(encoding="utf-8")
+    assert "989.5 TFLOP/s" in chapter1  # the H100's dense bf16 peak, compared as the registry gives it
