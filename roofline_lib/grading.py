@@ -543,6 +543,7 @@ def gradebook_csv(students: Sequence[StudentResult]) -> str:
 def report_json(students: Sequence[StudentResult], *, seed: int | None = None,
                 time_limit_s: float | None = None) -> dict:
     return {
+        "seed": seed,  # --seed SEED draws the same probe inputs again
         "time_limit_s": time_limit_s,
         "students": [
             {"student": s.student, "path": s.path, "marks": s.marks, "max_marks": s.max_marks,
@@ -641,7 +642,8 @@ def run_grade(paths: Sequence[str] = (), *, json_path: str | None = None, submis
         if out_csv:
             _write_atomically(out_csv, gradebook_csv(students))
         if out_json:
-            _write_atomically(out_json, json.dumps(report_json(students, time_limit_s=time_limit_s), indent=2) + "\n")
+            report = report_json(students, seed=seed, time_limit_s=time_limit_s)
+            _write_atomically(out_json, json.dumps(report, indent=2) + "\n")
     except OSError as err:
         print(f"roofline grade: error: could not write the report: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -409,6 +409,7 @@ def test_the_solutions_get_full_marks_and_the_stubs_none(tmp_path):
     assert proc.returncode == 0, proc.stdout
     student = report["students"][0]
     assert student["marks"] == student["max_marks"] == len(key.PARTS)
+    assert isinstance(report["seed"], int)  # recorded, so the same probes can be drawn again
     proc, report = _grade_json(tmp_path, *[f"exercises/{s}.md" for s in STEMS])
     assert proc.returncode == 1
     assert report["students"][0]["marks"] == 0
