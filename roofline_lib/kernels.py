@@ -19,6 +19,7 @@ Running without a GPU. ``@triton.jit`` decides at import whether to compile or i
 on CPU tensors through Triton's interpreter (correct results, meaningless timings). The course's
 CPU tests do exactly that. ``import roofline_lib`` does not import this module.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -238,7 +239,9 @@ def add_rmsnorm(
             "row); use add_rmsnorm_reference for wider rows"
         )
     if residual.shape != x.shape or residual.dtype != x.dtype or residual.device != x.device:
-        raise ValueError(f"residual must match x {tuple(x.shape)} {x.dtype}, got {tuple(residual.shape)} {residual.dtype}")
+        raise ValueError(
+            f"residual must match x {tuple(x.shape)} {x.dtype}, got {tuple(residual.shape)} {residual.dtype}"
+        )
     if weight.shape[0] != d or weight.dtype != x.dtype or weight.device != x.device:
         raise ValueError(f"weight must be a ({d},) tensor of x's dtype, got {tuple(weight.shape)} {weight.dtype}")
     h = torch.empty_like(x)

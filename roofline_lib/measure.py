@@ -26,6 +26,7 @@ where it can.
 torch is imported inside the functions that need it, so ``from roofline_lib.measure import
 MeasuredCeilings`` stays light (the plots and the command line rely on that).
 """
+
 from __future__ import annotations
 
 import gc
@@ -350,8 +351,7 @@ def _argument_sets(rotate, device: str) -> list[tuple[tuple, dict]]:
         return [_as_call(s) for s in sets]
     if isinstance(rotate, (str, bytes)) or not isinstance(rotate, Sequence):
         raise TypeError(
-            "rotate must be a list of argument sets or a factory returning one, "
-            f"got {type(rotate).__name__}"
+            f"rotate must be a list of argument sets or a factory returning one, got {type(rotate).__name__}"
         )
     if len(rotate) == 0:
         raise ValueError("rotate must hold at least one argument set, got an empty list")
@@ -547,8 +547,12 @@ def _cpu_stream_timings(n_elems: int, budget_s: float) -> dict[str, Timing]:
             fn()
             times.append(time.perf_counter() - t0)
         out[label] = Timing(
-            median_s=statistics.median(times), min_s=min(times), max_s=max(times), reps=len(times),
-            method=f"CPU time.perf_counter, 1 warm-up call, {len(times)} timed calls", device="cpu",
+            median_s=statistics.median(times),
+            min_s=min(times),
+            max_s=max(times),
+            reps=len(times),
+            method=f"CPU time.perf_counter, 1 warm-up call, {len(times)} timed calls",
+            device="cpu",
         )
     return out
 
@@ -612,9 +616,7 @@ def _matmul_side(n, kind: str) -> int:
     side = _positive_int(n, "matmul_n", "rows of a square matrix")
     limit = MAX_MATMUL_N[kind]
     if side > limit:
-        raise ValueError(
-            f"matmul_n must be at most {limit} rows on {device_label(kind)} ({kind}), got {n!r}"
-        )
+        raise ValueError(f"matmul_n must be at most {limit} rows on {device_label(kind)} ({kind}), got {n!r}")
     return side
 
 
@@ -663,14 +665,18 @@ def measure_ceilings(
 
     streams = stream_readings(kind, buffer_bytes=buf, seconds=0.4 * budget_s)
     for r in streams:
-        report(f"{r.kernel}: {r.buffer_bytes / 1e6:.0f} MB buffers, best {_fmt_seconds(r.timing.min_s)} "
-               f"-> {r.best_bytes_per_s / 1e9:.3g} GB/s")
+        report(
+            f"{r.kernel}: {r.buffer_bytes / 1e6:.0f} MB buffers, best {_fmt_seconds(r.timing.min_s)} "
+            f"-> {r.best_bytes_per_s / 1e9:.3g} GB/s"
+        )
     bytes_per_s = max(r.best_bytes_per_s for r in streams)
     if kind == "cuda":
         sizes = sorted({_GPU_MATMUL_N, must_reach} - {0})
         best = max(matmul_readings("cuda", sizes, "bf16"), key=lambda r: r.best_flops_per_s)
-        report(f"matmul: bf16 {best.n}x{best.n}, best {_fmt_seconds(best.timing.min_s)} -> "
-               f"{best.best_flops_per_s / 1e12:.3g} TFLOP/s")
+        report(
+            f"matmul: bf16 {best.n}x{best.n}, best {_fmt_seconds(best.timing.min_s)} -> "
+            f"{best.best_flops_per_s / 1e12:.3g} TFLOP/s"
+        )
         flops_per_s, n, precision = best.best_flops_per_s, best.n, "bf16"
     else:
         remaining = max(budget_s - (time.perf_counter() - start), 0.25 * budget_s)
@@ -771,9 +777,7 @@ def measured_point(
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty string, got {name!r}")
     if not isinstance(ceilings, MeasuredCeilings):
-        raise TypeError(
-            f"ceilings must be a MeasuredCeilings from measure_ceilings(), got {type(ceilings).__name__}"
-        )
+        raise TypeError(f"ceilings must be a MeasuredCeilings from measure_ceilings(), got {type(ceilings).__name__}")
     if isinstance(seconds, Timing) and seconds.device != ceilings.device:
         raise ValueError(
             f"seconds was timed on the {device_label(seconds.device)} ({seconds.device}) but ceilings are "
@@ -799,8 +803,12 @@ def measured_point(
 
 #: What :func:`gpu_identity` asks nvidia-smi for, and the key each clock is kept under (MHz).
 _SMI_FIELDS = ("index", "uuid", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem")
-_SMI_CLOCKS = {"clocks.sm": "sm_mhz", "clocks.mem": "mem_mhz", "clocks.max.sm": "max_sm_mhz",
-               "clocks.max.mem": "max_mem_mhz"}
+_SMI_CLOCKS = {
+    "clocks.sm": "sm_mhz",
+    "clocks.mem": "mem_mhz",
+    "clocks.max.sm": "max_sm_mhz",
+    "clocks.max.mem": "max_mem_mhz",
+}
 #: What a provenance field holds when it could not be read: the record keeps everything else.
 UNKNOWN = "unknown"
 
@@ -822,8 +830,7 @@ class GPUIdentity:
     clocks: Mapping[str, float] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        return (f"{self.device_name}, driver {self.driver}, CUDA {self.cuda}, torch {self.torch}, "
-                f"triton {self.triton}")
+        return f"{self.device_name}, driver {self.driver}, CUDA {self.cuda}, torch {self.torch}, triton {self.triton}"
 
 
 def parse_smi_rows(text: str, fields: Sequence[str]) -> list[dict[str, str]]:
@@ -841,8 +848,11 @@ def parse_smi_rows(text: str, fields: Sequence[str]) -> list[dict[str, str]]:
         values = [v.strip() for v in line.split(",")]
         if len(values) != len(fields):
             continue
-        row = {f: v for f, v in zip(fields, values)
-               if v and not v.startswith("[") and v.lower() not in ("n/a", "not supported")}
+        row = {
+            f: v
+            for f, v in zip(fields, values)
+            if v and not v.startswith("[") and v.lower() not in ("n/a", "not supported")
+        }
         if "index" in fields and not row.get("index", "").isdigit():
             continue
         rows.append(row)

@@ -4,6 +4,7 @@ The fast tests here check the fake itself and the library's device rules under i
 notebook run, every chapter and exercise under nbval with the fake in each kernel, takes about
 a minute and runs under `make fake-gpu` (ROOFLINE_FAKE_GPU_NOTEBOOKS=1).
 """
+
 from __future__ import annotations
 
 import os
@@ -21,14 +22,19 @@ from roofline_lib.roofline import check_plausible
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fakegpu"
 sys.path.insert(0, str(FAKE))
-import fake_cuda
+import fake_cuda  # noqa: E402 - found through the sys.path entry above
 
 NOTEBOOK_DIRS = ("notebooks", "exercises")
 
 
 def _fake_env(**extra) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(FAKE), fake_cuda.ENV: "h200",
-           "PATH": f"{FAKE / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(FAKE),
+        fake_cuda.ENV: "h200",
+        "PATH": f"{FAKE / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        **extra,
+    }
     for name in ("TRITON_INTERPRET", "CUDA_VISIBLE_DEVICES", record_report.REQUIRE_GPU_ENV):
         env.pop(name, None)
     return env
@@ -38,11 +44,13 @@ def test_the_fake_is_inert_unless_its_variable_is_set():
     probe = "import torch, roofline_lib.measure as m; print(torch.cuda.is_available(), m._time_cuda.__module__)"
     env = _fake_env()
     env.pop(fake_cuda.ENV)
-    off = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
-                         check=False)
+    off = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert off.stdout.split() == ["False", "roofline_lib.measure"], off.stderr
-    on = subprocess.run([sys.executable, "-c", probe], env=_fake_env(), capture_output=True, text=True,
-                        timeout=120, check=False)
+    on = subprocess.run(
+        [sys.executable, "-c", probe], env=_fake_env(), capture_output=True, text=True, timeout=120, check=False
+    )
     assert on.stdout.split() == ["True", "fake_cuda"], on.stderr
 
 
@@ -55,8 +63,12 @@ def test_the_fake_h200_gives_figures_its_datasheet_allows():
     # 92 % of 4.8 TB/s = 4.42 TB/s; 82 % of 989.5 TFLOP/s = 811 TFLOP/s at 8192^3
     assert roofs.bytes_per_s == pytest.approx(0.92 * h200.hbm_bytes_per_s, rel=1e-9)
     assert roofs.flops_per_s == pytest.approx(0.82 * h200.peak_flops_per_s("bf16"), rel=1e-9)
-    assert (roofs.device, roofs.device_name, roofs.matmul_n, roofs.label) == ("cuda", "NVIDIA H200", 8192,
-                                                                              "NVIDIA H200 (GPU)")
+    assert (roofs.device, roofs.device_name, roofs.matmul_n, roofs.label) == (
+        "cuda",
+        "NVIDIA H200",
+        8192,
+        "NVIDIA H200 (GPU)",
+    )
     check_plausible(roofs.flops_per_s, roofs.bytes_per_s, h200, "bf16", what="the fake H200")  # raises if not
     assert (torch.cuda.is_available, measure._cuda_stream_timings) == (real_query, real_primitive)  # restored
 
@@ -106,15 +118,35 @@ def _notebooks() -> list[str]:
     return [str(p.relative_to(ROOT)) for d in NOTEBOOK_DIRS for p in sorted((ROOT / d).glob("*.md"))]
 
 
-@pytest.mark.skipif(os.environ.get("ROOFLINE_FAKE_GPU_NOTEBOOKS") != "1",
-                    reason="runs every chapter and exercise on the fake GPU (about a minute): `make fake-gpu`")
+@pytest.mark.skipif(
+    os.environ.get("ROOFLINE_FAKE_GPU_NOTEBOOKS") != "1",
+    reason="runs every chapter and exercise on the fake GPU (about a minute): `make fake-gpu`",
+)
 def test_every_chapter_and_exercise_passes_on_a_fake_h200(tmp_path):
     log = tmp_path / "fake-gpu.jsonl"
     notebooks = _notebooks()
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
-           "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", *notebooks]
-    done = subprocess.run(cmd, cwd=ROOT, env=_fake_env(**{fake_cuda.LOG_ENV: str(log)}), capture_output=True,
-                          text=True, timeout=900, check=False)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--nbval-lax",
+        "--nbval-current-env",
+        "--nbval-sanitize-with",
+        "tests/nbval_sanitize.cfg",
+        *notebooks,
+    ]
+    done = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        env=_fake_env(**{fake_cuda.LOG_ENV: str(log)}),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-6000:]
     events = fake_cuda.read_log(log)
     kernels = {e["pid"] for e in events if e["event"] == "installed"} - {None}

@@ -6,6 +6,7 @@ at 8192^3); the Triton demos cannot run without a GPU, so each is recorded as fa
 error, beside the valid roofs. nvidia-smi is a script in tests/fakegpu/bin that lists two GPUs
 and answers in the shape FAKE_SMI_SHAPE asks for.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -23,7 +24,7 @@ from roofline_lib.records import CopyMeasurement, KernelMeasurement, RecordError
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fakegpu"
 sys.path.insert(0, str(FAKE))
-import fake_cuda
+import fake_cuda  # noqa: E402 - found through the sys.path entry above
 
 DRIVER = "570.86.15"  # what tests/fakegpu/bin/nvidia-smi reports for both GPUs
 
@@ -70,8 +71,9 @@ def _run(gpu_check, tmp_path, capsys) -> tuple[int, dict, str]:
         ("missing", "unknown", None),  # no nvidia-smi on PATH at all
     ],
 )
-def test_a_valid_record_in_every_nvidia_smi_shape(gpu_check, fake_h200, tmp_path, capsys, monkeypatch,
-                                                   shape, driver, sm_mhz):
+def test_a_valid_record_in_every_nvidia_smi_shape(
+    gpu_check, fake_h200, tmp_path, capsys, monkeypatch, shape, driver, sm_mhz
+):
     monkeypatch.setenv("FAKE_SMI_SHAPE", shape)
     if shape == "missing":
         monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # nothing on PATH, nvidia-smi least of all
@@ -98,13 +100,29 @@ def test_the_provenance_follows_cuda_visible_devices(gpu_check, fake_h200, tmp_p
 def test_gpu_check_runs_end_to_end_in_its_own_process(tmp_path):
     # The way `make gpu-check` runs it, in a fresh interpreter: the fake comes in through
     # sitecustomize (PYTHONPATH) and ROOFLINE_FAKE_GPU, nvidia-smi through PATH.
-    env = {**os.environ, "ROOFLINE_FAKE_GPU": "h200", "PYTHONPATH": str(FAKE), "FAKE_SMI_SHAPE": "warning",
-           "PATH": f"{FAKE / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {
+        **os.environ,
+        "ROOFLINE_FAKE_GPU": "h200",
+        "PYTHONPATH": str(FAKE),
+        "FAKE_SMI_SHAPE": "warning",
+        "PATH": f"{FAKE / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     env.pop("TRITON_INTERPRET", None)
     env.pop("CUDA_VISIBLE_DEVICES", None)
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_check.py"), "--no-notebooks",
-                           "--out", str(tmp_path)],  # the whole sweep, up to 8192^3
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "gpu_check.py"),
+            "--no-notebooks",
+            "--out",
+            str(tmp_path),
+        ],  # the whole sweep, up to 8192^3
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 1, done.stderr  # the demos failed; everything else is recorded
     record = records.load_record(tmp_path / "h200.json")
     assert record.provenance.driver == DRIVER
@@ -119,11 +137,22 @@ def _kernel_row(name: str) -> KernelMeasurement:
     # a copy of 2**28 bf16 elements: 2 * 2**29 B = 1.07 GB moved; at 4.2 TB/s, 256 us
     moved = 2 * 2**29
     return KernelMeasurement(
-        name=name, shape=(2**28,), dtype="bf16", flops=0.0, bytes_moved=float(moved),
-        seconds=moved / 4.1e12, best_seconds=moved / 4.2e12, predicted_seconds=moved / 4.4e12,
-        memory_roof_bytes_per_s=4.4e12, memory_roof_source="measured copy bandwidth",
-        compute_precision="fp32", torch_seconds=moved / 4.0e12, torch_bytes_moved=float(moved),
-        max_abs_error=0.0, config={"BLOCK": 1024, "num_warps": 4}, method="test",
+        name=name,
+        shape=(2**28,),
+        dtype="bf16",
+        flops=0.0,
+        bytes_moved=float(moved),
+        seconds=moved / 4.1e12,
+        best_seconds=moved / 4.2e12,
+        predicted_seconds=moved / 4.4e12,
+        memory_roof_bytes_per_s=4.4e12,
+        memory_roof_source="measured copy bandwidth",
+        compute_precision="fp32",
+        torch_seconds=moved / 4.0e12,
+        torch_bytes_moved=float(moved),
+        max_abs_error=0.0,
+        config={"BLOCK": 1024, "num_warps": 4},
+        method="test",
     )
 
 
@@ -168,13 +197,37 @@ def test_targets_compare_best_with_best_so_a_healthy_h200_meets_them():
     # The defect: a copy judged on its median (4.30 TB/s = 89.6 % of 4.8) missed the 90 % target
     # although its best repetition (4.45 TB/s = 92.7 %) is what the chip can do.
     buffer = 2**30
-    copy = {"buffer_bytes": buffer, "seconds": 2 * buffer / 4.30e12, "best_seconds": 2 * buffer / 4.45e12,
-            "method": "test", "kernel": "copy"}
-    gemm = {"precision": "bf16", "m": 8192, "n": 8192, "k": 8192, "method": "test",
-            "seconds": 2 * 8192**3 / 770e12, "best_seconds": 2 * 8192**3 / 800e12}  # 77.8 % median, 80.8 % best
-    data = {"schema_version": records.SCHEMA_VERSION, "gpu": "h200", "copy": copy, "gemm": [gemm], "kernels": [],
-            "provenance": {"device_name": "NVIDIA H200", "driver": DRIVER, "cuda": "12.8", "torch": "2.13.0",
-                           "triton": "3.7.1", "date": "2026-11-30T00:00:00+00:00"}}
+    copy = {
+        "buffer_bytes": buffer,
+        "seconds": 2 * buffer / 4.30e12,
+        "best_seconds": 2 * buffer / 4.45e12,
+        "method": "test",
+        "kernel": "copy",
+    }
+    gemm = {
+        "precision": "bf16",
+        "m": 8192,
+        "n": 8192,
+        "k": 8192,
+        "method": "test",
+        "seconds": 2 * 8192**3 / 770e12,
+        "best_seconds": 2 * 8192**3 / 800e12,
+    }  # 77.8 % median, 80.8 % best
+    data = {
+        "schema_version": records.SCHEMA_VERSION,
+        "gpu": "h200",
+        "copy": copy,
+        "gemm": [gemm],
+        "kernels": [],
+        "provenance": {
+            "device_name": "NVIDIA H200",
+            "driver": DRIVER,
+            "cuda": "12.8",
+            "torch": "2.13.0",
+            "triton": "3.7.1",
+            "date": "2026-11-30T00:00:00+00:00",
+        },
+    }
     targets = {t.name: t for t in record_report.check_targets(records.validate_record(data))}
     assert targets["copy bandwidth"].value == pytest.approx(4.45 / 4.8)  # 92.7 %: met
     assert targets["copy bandwidth"].met

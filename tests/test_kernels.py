@@ -7,6 +7,7 @@ session, a notebook kernel started later say, inherits it; the module's launcher
 interpreter on around each launch themselves. Correctness only: interpreter timings measure
 Python, not a GPU.
 """
+
 from __future__ import annotations
 
 import dataclasses

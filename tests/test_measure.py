@@ -1,4 +1,5 @@
 """Tests for roofline_lib.measure: timing, this machine's ceilings, kernels placed on them."""
+
 from __future__ import annotations
 
 import math
@@ -18,8 +19,13 @@ needs_gpu = pytest.mark.skipif(not measure.has_cuda(), reason="needs a CUDA GPU 
 def _ceilings(bytes_per_s=50e9, flops_per_s=200e9) -> MeasuredCeilings:
     """A made-up machine: 50 GB/s copy, 200 GFLOP/s matmul, so the ridge is 200 / 50 = 4 FLOP/B."""
     return MeasuredCeilings(
-        bytes_per_s=bytes_per_s, flops_per_s=flops_per_s, device_name="test CPU", precision="fp32",
-        n_threads=2, date="2025-01-01T00:00:00+00:00", torch_version="2.x",
+        bytes_per_s=bytes_per_s,
+        flops_per_s=flops_per_s,
+        device_name="test CPU",
+        precision="fp32",
+        n_threads=2,
+        date="2025-01-01T00:00:00+00:00",
+        torch_version="2.x",
     )
 
 
@@ -51,8 +57,9 @@ def test_time_fn_rotates_through_argument_sets_in_order():
 
 def test_time_fn_argument_sets_can_be_keywords_or_single_values():
     seen = []
-    measure.time_fn(lambda x, scale=1: seen.append(x * scale), device="cpu", warmup=0, reps=2,
-                    rotate=[{"x": 2, "scale": 10}, 3])
+    measure.time_fn(
+        lambda x, scale=1: seen.append(x * scale), device="cpu", warmup=0, reps=2, rotate=[{"x": 2, "scale": 10}, 3]
+    )
     assert seen == [20, 3]  # 2 * 10 = 20, then 3 * 1 = 3
 
 
@@ -130,8 +137,7 @@ def test_cache_sizes_are_read_the_way_the_kernel_writes_them():
 def measured():
     lines = []
     start = time.perf_counter()
-    ceilings = measure.measure_ceilings(seconds=0.5, device="cpu", progress=lines.append,
-                                        buffer_bytes=64e6)
+    ceilings = measure.measure_ceilings(seconds=0.5, device="cpu", progress=lines.append, buffer_bytes=64e6)
     return ceilings, lines, time.perf_counter() - start
 
 
@@ -245,8 +251,15 @@ def test_measured_point_needs_measured_ceilings():
 def test_best_of_keeps_the_fastest_rate_of_each_roof():
     from dataclasses import replace
 
-    slow = MeasuredCeilings(bytes_per_s=30e9, flops_per_s=200e9, device_name="cpu x", precision="fp32",
-                            n_threads=2, date="2026-11-29T00:00:00+00:00", torch_version="2.13.0")
+    slow = MeasuredCeilings(
+        bytes_per_s=30e9,
+        flops_per_s=200e9,
+        device_name="cpu x",
+        precision="fp32",
+        n_threads=2,
+        date="2026-11-29T00:00:00+00:00",
+        torch_version="2.13.0",
+    )
     fast_copy = replace(slow, bytes_per_s=45e9, flops_per_s=150e9)
     best = measure.best_of(slow, fast_copy)
     assert best.bytes_per_s == 45e9  # the faster copy reading
@@ -257,8 +270,15 @@ def test_best_of_keeps_the_fastest_rate_of_each_roof():
 def test_best_of_refuses_nothing_mixed_devices_and_other_types():
     from dataclasses import replace
 
-    a = MeasuredCeilings(bytes_per_s=30e9, flops_per_s=200e9, device_name="cpu x", precision="fp32",
-                         n_threads=2, date="2026-11-29T00:00:00+00:00", torch_version="2.13.0")
+    a = MeasuredCeilings(
+        bytes_per_s=30e9,
+        flops_per_s=200e9,
+        device_name="cpu x",
+        precision="fp32",
+        n_threads=2,
+        date="2026-11-29T00:00:00+00:00",
+        torch_version="2.13.0",
+    )
     with pytest.raises(ValueError, match="at least one"):
         measure.best_of()
     with pytest.raises(ValueError, match="one device only"):
@@ -344,10 +364,7 @@ _FIELDS = ("index", "uuid", "driver_version", "clocks.sm")
 
 
 def test_smi_rows_skip_warnings_blank_lines_and_unreadable_values():
-    text = ("WARNING: infoROM is corrupted at gpu 0000:19:00.0\n"
-            "\n"
-            "0, GPU-aaa, 570.86.15, 1980\n"
-            "1, GPU-bbb, [N/A], 1755\n")
+    text = "WARNING: infoROM is corrupted at gpu 0000:19:00.0\n\n0, GPU-aaa, 570.86.15, 1980\n1, GPU-bbb, [N/A], 1755\n"
     rows = measure.parse_smi_rows(text, _FIELDS)
     assert rows == [
         {"index": "0", "uuid": "GPU-aaa", "driver_version": "570.86.15", "clocks.sm": "1980"},

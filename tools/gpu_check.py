@@ -31,6 +31,7 @@ measurement, because a roof is the fastest the machine showed.
 Exit status: 0 all good; 1 a check failed (the record is still written when its numbers are
 valid); 2 this machine cannot run the check.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,9 +47,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
-from roofline_lib import measure, record_report, records
-from roofline_lib.hardware import as_gpu
-from roofline_lib.records import (
+from roofline_lib import measure, record_report, records  # noqa: E402
+from roofline_lib.hardware import as_gpu  # noqa: E402
+from roofline_lib.records import (  # noqa: E402
     CopyMeasurement,
     GemmMeasurement,
     GPURecord,
@@ -140,8 +141,11 @@ def gemm_rows(precision: str, sizes, device: str = "cuda") -> list[GemmMeasureme
     rows = []
     for reading in measure.matmul_readings(device, list(sizes), precision):
         n, t = reading.n, reading.timing
-        rows.append(GemmMeasurement(precision=precision, m=n, n=n, k=n, seconds=t.median_s,
-                                    best_seconds=t.min_s, method=t.method))
+        rows.append(
+            GemmMeasurement(
+                precision=precision, m=n, n=n, k=n, seconds=t.median_s, best_seconds=t.min_s, method=t.method
+            )
+        )
     return rows
 
 
@@ -233,19 +237,25 @@ def run_gpu_tests(workdir: Path) -> dict[str, int]:
 def summary(record: GPURecord) -> str:
     lines = [record.label, ""]
     c = record.copy
-    lines.append(f"memory    {c.kernel}, {c.buffer_bytes / 2**30:.3g} GiB buffers: {c.bytes_per_s / 1e12:.3g} TB/s median, "
-                 f"{c.best_bytes_per_s / 1e12:.3g} TB/s best")
+    lines.append(
+        f"memory    {c.kernel}, {c.buffer_bytes / 2**30:.3g} GiB buffers: {c.bytes_per_s / 1e12:.3g} TB/s median, "
+        f"{c.best_bytes_per_s / 1e12:.3g} TB/s best"
+    )
     for g in record.gemm:
-        lines.append(f"gemm      {g.precision:>4} {g.m}^3: {g.flops_per_s / 1e12:7.1f} TFLOP/s median, "
-                     f"{g.best_flops_per_s / 1e12:7.1f} best")
+        lines.append(
+            f"gemm      {g.precision:>4} {g.m}^3: {g.flops_per_s / 1e12:7.1f} TFLOP/s median, "
+            f"{g.best_flops_per_s / 1e12:7.1f} best"
+        )
     for k in record.kernels:
         lines.append(f"kernel    {k}")
     for step, error in record.failures.items():
         lines.append(f"FAILED    {step}: {error}")
     if record.notebooks is not None:
         nb = record.notebooks
-        lines.append(f"notebooks {len(nb.strict)} strict, {len(nb.lax)} lax: {nb.passed} cells passed, "
-                     f"{nb.failed} failed, {nb.skipped} skipped")
+        lines.append(
+            f"notebooks {len(nb.strict)} strict, {len(nb.lax)} lax: {nb.passed} cells passed, "
+            f"{nb.failed} failed, {nb.skipped} skipped"
+        )
     lines += ["", "targets (reported, not enforced; best repetition against best on both sides):"]
     lines += [f"  {t}" for t in record_report.check_targets(record)]
     return "\n".join(lines)
@@ -276,8 +286,10 @@ def main(argv=None) -> int:
     except ValueError as err:
         print(f"gpu-check: {err}. Pass --gpu NAME if it is a registry part under another name.", file=sys.stderr)
         return EXIT_CANNOT_RUN
-    print(f"gpu-check on {device_name} (registry: {spec.name}), torch {torch.__version__}, CUDA {torch.version.cuda}",
-          flush=True)
+    print(
+        f"gpu-check on {device_name} (registry: {spec.name}), torch {torch.__version__}, CUDA {torch.version.cuda}",
+        flush=True,
+    )
 
     failures: dict[str, str] = {}
     problems: list[str] = []
@@ -293,16 +305,19 @@ def main(argv=None) -> int:
             gemm += attempt(f"fp8 GEMM {n}^3", lambda n=n: gemm_rows("fp8", (n,)), failures) or []
     identity = measure.gpu_identity()  # right after the sweep, while the clocks are up
     if copy is None or not any(g.precision == "bf16" for g in gemm):
-        print("gpu-check FAILED: without the memory roof and a bf16 GEMM there is no valid record to write",
-              file=sys.stderr)
+        print(
+            "gpu-check FAILED: without the memory roof and a bf16 GEMM there is no valid record to write",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
 
     rows = []
     kernels = attempt("import roofline_lib.kernels", lambda: __import__("roofline_lib.kernels").kernels, failures)
-    for name in (kernels.DEMOS if kernels is not None else ()):
+    for name in kernels.DEMOS if kernels is not None else ():
         print(f"demo {name} ...", flush=True)
-        row = attempt(f"demo {name}", lambda name=name: kernels.run_demo(name, spec, bytes_per_s=copy.best_bytes_per_s),
-                      failures)
+        row = attempt(
+            f"demo {name}", lambda name=name: kernels.run_demo(name, spec, bytes_per_s=copy.best_bytes_per_s), failures
+        )
         if row is not None:
             rows.append(row)
 

@@ -24,6 +24,7 @@ With ``ROOFLINE_FAKE_GPU_LOG=<file>`` every simulated GPU measurement and every 
 measurement is judged against is appended to that file as a JSON line, so a test can check that
 the GPU path ran and that no CPU workload met a GPU roof.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -85,8 +86,14 @@ def _timing(seconds: float, method: str):
     from roofline_lib.measure import Timing
 
     # a tight spread, as do_bench shows on an idle GPU: best, median 2 % above, worst 6 % above
-    return Timing(median_s=seconds * 1.02, min_s=seconds, max_s=seconds * 1.06, reps=100,
-                  method=f"FAKE GPU ({GPU_NAME} simulated): {method}", device="cuda")
+    return Timing(
+        median_s=seconds * 1.02,
+        min_s=seconds,
+        max_s=seconds * 1.06,
+        reps=100,
+        method=f"FAKE GPU ({GPU_NAME} simulated): {method}",
+        device="cuda",
+    )
 
 
 def fake_stream_timings(n_elems: int):
@@ -164,8 +171,15 @@ def _device_mode():
     import torch
     from torch.overrides import TorchFunctionMode
 
-    moves = {torch.Tensor.to, torch.Tensor.cuda, torch.Tensor.new_empty, torch.Tensor.new_zeros,
-             torch.Tensor.new_ones, torch.Tensor.new_full, torch.Tensor.new_tensor}
+    moves = {
+        torch.Tensor.to,
+        torch.Tensor.cuda,
+        torch.Tensor.new_empty,
+        torch.Tensor.new_zeros,
+        torch.Tensor.new_ones,
+        torch.Tensor.new_full,
+        torch.Tensor.new_tensor,
+    }
 
     class CudaOnCpu(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):

@@ -3,6 +3,7 @@
 Inert unless ROOFLINE_FAKE_GPU=h200 is set: then this process (a notebook kernel, or
 tools/gpu_check.py) sees a simulated H200, as tests/fakegpu/fake_cuda.py describes.
 """
+
 import os
 
 if os.environ.get("ROOFLINE_FAKE_GPU", "").strip().lower() == "h200":
