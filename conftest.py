@@ -6,6 +6,7 @@ stores none, so strict mode takes the outputs of a reference record when one exi
 ``tests/records/<same path>.ipynb`` (written by ``python tests/record_outputs.py PATH``).
 Cells tagged ``nbval-ignore-output`` (timings, addresses) are run but never compared.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -83,8 +84,8 @@ if IPyNbFile is not None:
             # store none (tests/record_outputs.py strips them): skip every image mime, also
             # those myst-nb's glue stores figures under.
             images = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
-            self.skip_compare = self.skip_compare + images + tuple(
-                f"application/papermill.record/{mime}" for mime in images
+            self.skip_compare = (
+                self.skip_compare + images + tuple(f"application/papermill.record/{mime}" for mime in images)
             )
 
         def collect(self):
@@ -105,8 +106,6 @@ if IPyNbFile is not None:
 
     def pytest_collect_file(file_path, parent):
         opt = parent.config.option
-        if (getattr(opt, "nbval", False) or getattr(opt, "nbval_lax", False)) and _is_course_notebook(
-            Path(file_path)
-        ):
+        if (getattr(opt, "nbval", False) or getattr(opt, "nbval_lax", False)) and _is_course_notebook(Path(file_path)):
             return JupytextNbFile.from_parent(parent, path=file_path)
         return None

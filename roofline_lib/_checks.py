@@ -11,6 +11,7 @@ Each check names the parameter and its unit in the error, so a reader who types
   input has, refused with a hint about the unit that was probably meant.
 * :func:`_finite_result`: a result that overflowed to inf is an error, not an answer.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,8 +52,10 @@ def _positive(value, name: str, unit: str, *, allow_zero: bool = False) -> float
     if math.isnan(x) or math.isinf(x):
         raise ValueError(f"{name} must be a finite number of {unit}, got {value!r}")
     if x > _MAX_QUANTITY:
-        raise ValueError(f"{name} must be at most {_MAX_QUANTITY:g} {unit}, got {value!r}: too large to be real, "
-                         "and products of it would overflow to inf")
+        raise ValueError(
+            f"{name} must be at most {_MAX_QUANTITY:g} {unit}, got {value!r}: too large to be real, "
+            "and products of it would overflow to inf"
+        )
     if x < 0 or (x == 0 and not allow_zero):
         kind = "non-negative" if allow_zero else "positive"
         raise ValueError(f"{name} must be a {kind} number of {unit}, got {value!r}")
@@ -118,8 +121,9 @@ def _model_params(value, name: str = "n_params") -> float:
     return n
 
 
-def _bytes_and_seconds(bytes_moved: float, seconds: float, *, bytes_name: str = "bytes_moved",
-                       seconds_name: str = "seconds") -> None:
+def _bytes_and_seconds(
+    bytes_moved: float, seconds: float, *, bytes_name: str = "bytes_moved", seconds_name: str = "seconds"
+) -> None:
     """Refuse a kernel that moves under 1 KB yet takes over 1 s: its units are mixed up.
 
     ``kernel_verdict(1e9, 268, 90, ...)`` (268 MB and 90 us meant) would otherwise report an

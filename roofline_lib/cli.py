@@ -10,6 +10,7 @@
 Each subcommand imports what it needs when it runs, so ``roofline gpus`` does not pay for
 torch or matplotlib.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -79,8 +80,9 @@ class _Once(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         if getattr(namespace, f"_seen_{self.dest}", False):
-            parser.error(f"{option_string} given twice; give it once (got {getattr(namespace, self.dest)!r} "
-                         f"and {values!r})")
+            parser.error(
+                f"{option_string} given twice; give it once (got {getattr(namespace, self.dest)!r} and {values!r})"
+            )
         setattr(namespace, f"_seen_{self.dest}", True)
         setattr(namespace, self.dest, values)
 
@@ -96,26 +98,26 @@ def _cmd_gpus(args) -> int:
     from .hardware import registry
     from .roofline import ridge_point
 
-    header = ("key", "name", "memory", "HBM TB/s", "capacity GiB", "bf16 TFLOP/s", "fp8 TFLOP/s",
-              "bf16 ridge FLOP/B")
+    header = ("key", "name", "memory", "HBM TB/s", "capacity GiB", "bf16 TFLOP/s", "fp8 TFLOP/s", "bf16 ridge FLOP/B")
     rows = []
     for key, spec in registry().items():
-        rows.append((
-            key,
-            spec.name,
-            spec.memory_kind,
-            f"{spec.hbm_bytes_per_s / 1e12:.3g}",  # bytes/s -> TB/s
-            f"{spec.hbm_capacity_bytes / 2**30:.0f}",  # bytes -> GiB: the "80 GB" a datasheet prints
-            f"{spec.peak_flops_per_s('bf16') / 1e12:.1f}" if spec.has("bf16") else "-",
-            f"{spec.peak_flops_per_s('fp8') / 1e12:.1f}" if spec.has("fp8") else "-",
-            f"{ridge_point(spec, 'bf16'):.0f}" if spec.has("bf16") else "-",
-        ))
+        rows.append(
+            (
+                key,
+                spec.name,
+                spec.memory_kind,
+                f"{spec.hbm_bytes_per_s / 1e12:.3g}",  # bytes/s -> TB/s
+                f"{spec.hbm_capacity_bytes / 2**30:.0f}",  # bytes -> GiB: the "80 GB" a datasheet prints
+                f"{spec.peak_flops_per_s('bf16') / 1e12:.1f}" if spec.has("bf16") else "-",
+                f"{spec.peak_flops_per_s('fp8') / 1e12:.1f}" if spec.has("fp8") else "-",
+                f"{ridge_point(spec, 'bf16'):.0f}" if spec.has("bf16") else "-",
+            )
+        )
     widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
     numeric = {3, 4, 5, 6, 7}
 
     def line(row):
-        cells = [str(c).rjust(w) if i in numeric else str(c).ljust(w)
-                 for i, (c, w) in enumerate(zip(row, widths))]
+        cells = [str(c).rjust(w) if i in numeric else str(c).ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
         return "  ".join(cells).rstrip()
 
     print(line(header))
@@ -199,9 +201,7 @@ def _parse_point(text: str, kind: str, flag: str):
         intensity_f = float(intensity)
         tflops_f = float(tflops)
     except ValueError:
-        raise _UsageError(
-            f"{flag} {text!r}: INTENSITY (FLOP/byte) and TFLOPS must be numbers"
-        ) from None
+        raise _UsageError(f"{flag} {text!r}: INTENSITY (FLOP/byte) and TFLOPS must be numbers") from None
     try:
         return Point(label, intensity_f, tflops_f * 1e12, kind)  # TFLOP/s -> FLOP/s
     except (TypeError, ValueError) as exc:
@@ -286,9 +286,17 @@ def _cmd_grade(args) -> int:
     run_grade = getattr(grading, "run_grade", None)
     if not callable(run_grade):
         raise _UsageError("roofline_lib.grading has no run_grade(paths, json_path=...) function")
-    return int(run_grade(list(args.paths), json_path=args.json, submissions=args.submissions,
-                         csv_path=args.csv, workers=args.workers, time_limit_s=args.time_limit,
-                         seed=args.seed))
+    return int(
+        run_grade(
+            list(args.paths),
+            json_path=args.json,
+            submissions=args.submissions,
+            csv_path=args.csv,
+            workers=args.workers,
+            time_limit_s=args.time_limit,
+            seed=args.seed,
+        )
+    )
 
 
 # --------------------------------------------------------------------------- parser
@@ -304,58 +312,96 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("gpus", help="list the GPU registry (dense datasheet peaks)",
-                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "gpus",
+        help="list the GPU registry (dense datasheet peaks)",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.set_defaults(run=_cmd_gpus)
 
-    p = sub.add_parser("verdict", help="place a measured kernel on a GPU's roofline",
-                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--flops", type=float, required=True, action=_Once,
-                   help="the kernel's FLOP (1 multiply-add = 2 FLOP)")
+    p = sub.add_parser(
+        "verdict",
+        help="place a measured kernel on a GPU's roofline",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--flops", type=float, required=True, action=_Once, help="the kernel's FLOP (1 multiply-add = 2 FLOP)"
+    )
     p.add_argument("--bytes", type=float, required=True, action=_Once, help="bytes the kernel moves to and from HBM")
     p.add_argument("--seconds", type=float, required=True, action=_Once, help="the measured time in seconds")
-    p.add_argument("--gpu", required=True, action=_Once,
-                   help="a registry name such as A100 or H100 (see 'roofline gpus'); give it once")
+    p.add_argument(
+        "--gpu",
+        required=True,
+        action=_Once,
+        help="a registry name such as A100 or H100 (see 'roofline gpus'); give it once",
+    )
     p.add_argument("--precision", default="bf16", action=_Once, help="the compute precision (default bf16)")
     p.set_defaults(run=_cmd_verdict)
 
-    p = sub.add_parser("measure", help="measure this machine's copy bandwidth and matmul throughput",
-                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "measure",
+        help="measure this machine's copy bandwidth and matmul throughput",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--seconds", type=float, default=5.0, action=_Once, help="time budget in seconds (default 5)")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                   help="whose roofs: the CPU's (default) or the CUDA GPU's")
-    p.add_argument("--json", metavar="FILE", action=_Once,
-                   help="also write the result as JSON (for 'plot --measured'); its folder must exist")
+    p.add_argument(
+        "--device", choices=("cpu", "cuda"), default="cpu", help="whose roofs: the CPU's (default) or the CUDA GPU's"
+    )
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        action=_Once,
+        help="also write the result as JSON (for 'plot --measured'); its folder must exist",
+    )
     p.set_defaults(run=_cmd_measure)
 
-    p = sub.add_parser("plot", help="draw a roofline to a PNG or SVG file",
-                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "plot",
+        help="draw a roofline to a PNG or SVG file",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--gpu", action="append", help="a GPU to draw; repeat for several (default A100)")
     p.add_argument("--precision", action="append", help="a precision to draw; repeat for several (default bf16)")
-    p.add_argument("--point", action="append", metavar="LABEL:INTENSITY:TFLOPS",
-                   help="a predicted kernel point; intensity in FLOP/byte, rate in TFLOP/s")
-    p.add_argument("--measured-point", action="append", metavar="LABEL:INTENSITY:TFLOPS",
-                   help="a measured kernel point, drawn filled")
+    p.add_argument(
+        "--point",
+        action="append",
+        metavar="LABEL:INTENSITY:TFLOPS",
+        help="a predicted kernel point; intensity in FLOP/byte, rate in TFLOP/s",
+    )
+    p.add_argument(
+        "--measured-point",
+        action="append",
+        metavar="LABEL:INTENSITY:TFLOPS",
+        help="a measured kernel point, drawn filled",
+    )
     p.add_argument("--measured", metavar="FILE", action=_Once, help="a JSON file written by 'roofline measure --json'")
     p.add_argument("--l2", action="store_true", help="also draw the L2 roof where the registry has one")
     p.add_argument("--title", action=_Once, help="the figure title")
-    p.add_argument("-o", "--output", required=True, action=_Once,
-                   help="output file ending in .png or .svg (its folder must exist)")
+    p.add_argument(
+        "-o", "--output", required=True, action=_Once, help="output file ending in .png or .svg (its folder must exist)"
+    )
     p.set_defaults(run=_cmd_plot)
 
-    p = sub.add_parser("grade", help="grade exercise answers",
-                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "grade", help="grade exercise answers", epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("paths", nargs="*", metavar="PATH", help="one student's exercise notebooks to grade")
-    p.add_argument("--submissions", metavar="DIR",
-                   help="grade a class: one folder or notebook per student in DIR")
+    p.add_argument("--submissions", metavar="DIR", help="grade a class: one folder or notebook per student in DIR")
     p.add_argument("--json", metavar="FILE", help="also write the per-part messages as JSON")
     p.add_argument("--csv", metavar="FILE", help="with --submissions: write the gradebook CSV here")
-    p.add_argument("--workers", type=int, default=None,
-                   help="notebooks graded at once (default: the number of cores)")
-    p.add_argument("--time-limit", type=float, default=180.0, metavar="SECONDS",
-                   help="per-notebook time limit in seconds (default 180)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="seed of the probe inputs (default: fresh each run)")
+    p.add_argument("--workers", type=int, default=None, help="notebooks graded at once (default: the number of cores)")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=180.0,
+        metavar="SECONDS",
+        help="per-notebook time limit in seconds (default 180)",
+    )
+    p.add_argument("--seed", type=int, default=None, help="seed of the probe inputs (default: fresh each run)")
     p.set_defaults(run=_cmd_grade)
     return parser
 
@@ -382,8 +428,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         import traceback
 
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        _print_err(f"unexpected {type(exc).__name__} in {Path(where.filename).name}:{where.lineno}: {exc} "
-                   "(a bug in the course; please report it with the command you ran)")
+        _print_err(
+            f"unexpected {type(exc).__name__} in {Path(where.filename).name}:{where.lineno}: {exc} "
+            "(a bug in the course; please report it with the command you ran)"
+        )
         return EXIT_INTERNAL
 
 

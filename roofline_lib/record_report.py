@@ -4,6 +4,7 @@ The record itself (schema, validation, files) is :mod:`roofline_lib.records`; th
 presents one. A chapter that times GPU kernels shows the record on every machine and, when
 :func:`live_gpu` says a GPU is present, its live numbers beside it (:func:`side_by_side`).
 """
+
 from __future__ import annotations
 
 import os
@@ -115,36 +116,56 @@ def check_targets(record: GPURecord) -> tuple[Target, ...]:
     out = []
     roof = record.copy.best_bytes_per_s
     copy_fraction = roof / spec.hbm_bytes_per_s
-    out.append(Target(
-        "copy bandwidth", copy_fraction, _COPY_TARGET, copy_fraction >= _COPY_TARGET,
-        f"{roof / 1e12:.3g} TB/s best ({record.copy.kernel}) = {copy_fraction:.1%} of the datasheet "
-        f"{spec.hbm_bytes_per_s / 1e12:.3g} TB/s (target {_COPY_TARGET:.0%})",
-    ))
+    out.append(
+        Target(
+            "copy bandwidth",
+            copy_fraction,
+            _COPY_TARGET,
+            copy_fraction >= _COPY_TARGET,
+            f"{roof / 1e12:.3g} TB/s best ({record.copy.kernel}) = {copy_fraction:.1%} of the datasheet "
+            f"{spec.hbm_bytes_per_s / 1e12:.3g} TB/s (target {_COPY_TARGET:.0%})",
+        )
+    )
     gemm = record.best_gemm("bf16")
     peak = spec.peak_flops_per_s("bf16")
     gemm_fraction = gemm.best_flops_per_s / peak
-    out.append(Target(
-        "bf16 GEMM", gemm_fraction, _GEMM_TARGET, gemm_fraction >= _GEMM_TARGET,
-        f"{gemm.best_flops_per_s / 1e12:.4g} TFLOP/s best at {gemm.m}x{gemm.n}x{gemm.k} = {gemm_fraction:.1%} "
-        f"of the dense {peak / 1e12:.4g} TFLOP/s (target {_GEMM_TARGET:.0%})",
-    ))
+    out.append(
+        Target(
+            "bf16 GEMM",
+            gemm_fraction,
+            _GEMM_TARGET,
+            gemm_fraction >= _GEMM_TARGET,
+            f"{gemm.best_flops_per_s / 1e12:.4g} TFLOP/s best at {gemm.m}x{gemm.n}x{gemm.k} = {gemm_fraction:.1%} "
+            f"of the dense {peak / 1e12:.4g} TFLOP/s (target {_GEMM_TARGET:.0%})",
+        )
+    )
     for k in record.kernels:
         best_rate = k.bytes_moved / k.best_seconds
         if k.name != "copy":
             fraction = best_rate / roof
-            out.append(Target(
-                f"{k.name} bandwidth", fraction, _FUSED_TARGET, fraction >= _FUSED_TARGET,
-                f"{best_rate / 1e12:.3g} TB/s best = {fraction:.1%} of the best measured memory roof "
-                f"{roof / 1e12:.3g} TB/s (target {_FUSED_TARGET:.0%})",
-            ))
+            out.append(
+                Target(
+                    f"{k.name} bandwidth",
+                    fraction,
+                    _FUSED_TARGET,
+                    fraction >= _FUSED_TARGET,
+                    f"{best_rate / 1e12:.3g} TB/s best = {fraction:.1%} of the best measured memory roof "
+                    f"{roof / 1e12:.3g} TB/s (target {_FUSED_TARGET:.0%})",
+                )
+            )
         ridge = ridge_point(spec, k.compute_precision)
         if k.intensity < ridge:
             error = (k.best_seconds - k.predicted_seconds) / k.predicted_seconds
-            out.append(Target(
-                f"{k.name} prediction", abs(error), _PREDICTION_BAND, abs(error) <= _PREDICTION_BAND,
-                f"best {k.best_seconds * 1e6:.4g} us vs predicted {k.predicted_seconds * 1e6:.4g} us "
-                f"({error:+.1%}; band +/-{_PREDICTION_BAND:.0%})",
-            ))
+            out.append(
+                Target(
+                    f"{k.name} prediction",
+                    abs(error),
+                    _PREDICTION_BAND,
+                    abs(error) <= _PREDICTION_BAND,
+                    f"best {k.best_seconds * 1e6:.4g} us vs predicted {k.predicted_seconds * 1e6:.4g} us "
+                    f"({error:+.1%}; band +/-{_PREDICTION_BAND:.0%})",
+                )
+            )
     return tuple(out)
 
 
@@ -159,15 +180,21 @@ def describe_record(record: GPURecord) -> str:
     spec = record.spec
     lines = [record.label]
     copy_rate = record.copy.best_bytes_per_s
-    lines.append(f"copy: {copy_rate / 1e12:.3g} TB/s best, {copy_rate / spec.hbm_bytes_per_s:.0%} of the "
-                 f"datasheet {spec.hbm_bytes_per_s / 1e12:.3g} TB/s ({record.copy.method})")
+    lines.append(
+        f"copy: {copy_rate / 1e12:.3g} TB/s best, {copy_rate / spec.hbm_bytes_per_s:.0%} of the "
+        f"datasheet {spec.hbm_bytes_per_s / 1e12:.3g} TB/s ({record.copy.method})"
+    )
     for precision in sorted({g.precision for g in record.gemm}):
         best = record.best_gemm(precision)
         peak = spec.peak_flops_per_s(precision)
-        lines.append(f"{precision} GEMM {best.m}x{best.n}x{best.k}: {best.best_flops_per_s / 1e12:.4g} TFLOP/s, "
-                     f"{best.best_flops_per_s / peak:.0%} of the dense {peak / 1e12:.4g} TFLOP/s ({best.method})")
+        lines.append(
+            f"{precision} GEMM {best.m}x{best.n}x{best.k}: {best.best_flops_per_s / 1e12:.4g} TFLOP/s, "
+            f"{best.best_flops_per_s / peak:.0%} of the dense {peak / 1e12:.4g} TFLOP/s ({best.method})"
+        )
     for k in record.kernels:
-        lines.append(f"kernel {k.name} {k.dtype} {'x'.join(map(str, k.shape))}: {k.seconds * 1e6:.4g} us "
-                     f"measured, {k.predicted_seconds * 1e6:.4g} us predicted")
+        lines.append(
+            f"kernel {k.name} {k.dtype} {'x'.join(map(str, k.shape))}: {k.seconds * 1e6:.4g} us "
+            f"measured, {k.predicted_seconds * 1e6:.4g} us predicted"
+        )
     lines.extend(str(target) for target in check_targets(record))
     return "\n".join(lines)

@@ -19,6 +19,7 @@ What a chapter shows of a record (its targets, the table beside live numbers) li
 :mod:`roofline_lib.record_report`. Only the standard library, the registry, the roofline guard
 and the operation counts are imported here, so reading a record never pulls in torch.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,7 +34,8 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
 from ._checks import _positive
-from .hardware import GPUSpec, as_gpu, bytes_per_element, gpu as _registry_gpu, known_gpus
+from .hardware import GPUSpec, as_gpu, bytes_per_element, known_gpus
+from .hardware import gpu as _registry_gpu
 from .ops import gemm as _gemm_count
 from .roofline import check_plausible
 
@@ -452,10 +454,20 @@ class KernelMeasurement(_Part):
     def check(self, spec: GPUSpec) -> None:
         """The guard on every rate in the row: kernel, unfused torch, and the roof it was predicted on."""
         what = f"the recorded {self.name} kernel"
-        check_plausible(self.flops / self.best_seconds, self.bytes_moved / self.best_seconds, spec,
-                        self.compute_precision, what=what)
-        check_plausible(self.flops / self.torch_seconds, self.torch_bytes_moved / self.torch_seconds, spec,
-                        self.compute_precision, what=f"the recorded unfused torch {self.name}")
+        check_plausible(
+            self.flops / self.best_seconds,
+            self.bytes_moved / self.best_seconds,
+            spec,
+            self.compute_precision,
+            what=what,
+        )
+        check_plausible(
+            self.flops / self.torch_seconds,
+            self.torch_bytes_moved / self.torch_seconds,
+            spec,
+            self.compute_precision,
+            what=f"the recorded unfused torch {self.name}",
+        )
         check_plausible(0.0, self.memory_roof_bytes_per_s, spec, self.compute_precision, what=f"{what}'s memory roof")
 
     def __str__(self) -> str:
@@ -599,8 +611,11 @@ def _failures(data: Mapping) -> Mapping[str, str]:
 #: (the registry's default part), the memory technology, the memory size (the registry's
 #: aliases say where a size does pick the part).
 def _droppable(word: str) -> bool:
-    return (word in ("nvidia", "amd", "instinct", "tesla", "gpu") or word.startswith(("sxm", "hbm"))
-            or (word.endswith("gb") and word[:-2].isdigit()))
+    return (
+        word in ("nvidia", "amd", "instinct", "tesla", "gpu")
+        or word.startswith(("sxm", "hbm"))
+        or (word.endswith("gb") and word[:-2].isdigit())
+    )
 
 
 def match_gpu(device_name: str) -> GPUSpec:

@@ -6,6 +6,7 @@ writes tests/records/notebooks/01_two_speed_limits.ipynb. Then
 ``pytest --nbval notebooks/01_two_speed_limits.md`` compares every untagged cell's output
 against that record (cells tagged ``nbval-ignore-output`` are exempt).
 """
+
 from __future__ import annotations
 
 import re

@@ -16,6 +16,7 @@ no inf or NaN (overflow is an error, not an answer).
 What is not called is in :data:`NOT_CALLED`, each with its reason; a new public function that
 is neither callable from :data:`VALID` nor listed there fails :func:`test_every_public_function_is_covered`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,8 +34,19 @@ from hypothesis import strategies as st
 import roofline_lib as rl
 
 #: Modules that ``import roofline_lib`` does not load; their ``__all__`` is public too.
-ON_DEMAND = ("audit", "measure", "plots", "widgets", "diagnose", "kernels", "records", "record_report", "export",
-             "grading", "cli")
+ON_DEMAND = (
+    "audit",
+    "measure",
+    "plots",
+    "widgets",
+    "diagnose",
+    "kernels",
+    "records",
+    "record_report",
+    "export",
+    "grading",
+    "cli",
+)
 
 #: What each kind of parameter looks like in a valid call, by name. SI units throughout.
 VALID: dict[str, Any] = {
@@ -53,19 +65,37 @@ VALID: dict[str, Any] = {
     "tolerance": 0.05,
     "what": "this measurement",
     # operation counts
-    "m": 64, "n": 64, "k": 64,
+    "m": 64,
+    "n": 64,
+    "k": 64,
     "bytes_per_elem": 2,
     "flops_per_elem": 1,
-    "n_inputs": 2, "n_outputs": 1,
-    "n_rows": 8, "d": 64, "n_cols": 64,
-    "seq_q": 128, "seq_k": 128, "batch": 1, "heads": 4, "head_dim": 64,
-    "causal": False, "fused": True, "gated": False,
+    "n_inputs": 2,
+    "n_outputs": 1,
+    "n_rows": 8,
+    "d": 64,
+    "n_cols": 64,
+    "seq_q": 128,
+    "seq_k": 128,
+    "batch": 1,
+    "heads": 4,
+    "head_dim": 64,
+    "causal": False,
+    "fused": True,
+    "gated": False,
     # model counts
-    "d_model": 512, "d_ff": 2048, "n_layers": 4, "seq_len": 128, "vocab": 32000, "n_heads": 8,
+    "d_model": 512,
+    "d_ff": 2048,
+    "n_layers": 4,
+    "seq_len": 128,
+    "vocab": 32000,
+    "n_heads": 8,
     "n_params": 7e9,
     "kappa": 2.0,
     # inference
-    "tokens": 16, "d_in": 4096, "d_out": 4096,
+    "tokens": 16,
+    "d_in": 4096,
+    "d_out": 4096,
     "bytes_per_param": 2,
     "weight_bytes": 14e9,
     "reserve_fraction": 0.0,
@@ -86,20 +116,24 @@ VALID: dict[str, Any] = {
     "peak_flops_per_s": 1e15,
     "hbm_bytes_per_s": 3e12,
     "convention": "6N",
-    "n_experts": 8, "experts_per_token": 2,
+    "n_experts": 8,
+    "experts_per_token": 2,
     # communication
     "link": "NVLink 4",
     "collective": "all_reduce",
-    "message_bytes": 1e8, "bytes_sent": 1e8,
+    "message_bytes": 1e8,
+    "bytes_sent": 1e8,
     "n_ranks": 8,
     "alpha_seconds": 5e-6,
     "bytes_per_s": 1e11,
     "tokens_per_gpu": 4096,
-    "compute_seconds": 1e-3, "comms_seconds": 1e-3,
+    "compute_seconds": 1e-3,
+    "comms_seconds": 1e-3,
     "tp": 2,
     # measurement and presentation
     "device": "cpu",
-    "warmup": 1, "reps": 2,
+    "warmup": 1,
+    "reps": 2,
     "ffn_ratio": 4.0,
     "model_flops": 2e9,
     "device_name": "NVIDIA H100 80GB HBM3",
@@ -114,7 +148,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "diagnose.classify_op": {"name": "aten::mm"},
     "measure.measured_point": {"name": "gemm", "ceilings": lambda: _ceilings()},
     "diagnose.measured_mfu": {"ceilings": lambda: _ceilings()},
-    "measure.time_fn": {"fn": lambda: (lambda: None), "device": "cpu"},
+    "measure.time_fn": {"fn": lambda: lambda: None, "device": "cpu"},
     "widgets.mfu_explorer": {"tokens_per_s": 1000.0},
     "rl.roof": {"source": "H100"},
     "rl.accelerator": {"name": "a reader's chip", "peak_flops_per_s": {"bf16": 1e15}},
@@ -204,8 +238,14 @@ CONSTRUCTORS = {"rl.GPUSpec", "rl.TransformerConfig", "rl.OpCount", "plots.Point
 #: Base keywords for those constructors.
 CONSTRUCTOR_VALUES: dict[str, dict[str, Any]] = {
     "rl.GPUSpec": dict(
-        name="Test GPU", hbm_bytes_per_s=2e12, hbm_capacity_bytes=80e9, l2_bytes=40e6, sm_count=100,
-        dense_flops_per_s={"bf16": 300e12}, sparse_flops_per_s={"bf16": 600e12}, source="a test",
+        name="Test GPU",
+        hbm_bytes_per_s=2e12,
+        hbm_capacity_bytes=80e9,
+        l2_bytes=40e6,
+        sm_count=100,
+        dense_flops_per_s={"bf16": 300e12},
+        sparse_flops_per_s={"bf16": 600e12},
+        source="a test",
     ),
     "rl.TransformerConfig": dict(d_model=512, d_ff=2048, n_layers=4, n_heads=8, vocab=32000, seq_len=128),
     "rl.OpCount": dict(flops=2e9, bytes_moved=4e8),
@@ -220,8 +260,15 @@ def _config():
 def _ceilings():
     from roofline_lib.measure import MeasuredCeilings
 
-    return MeasuredCeilings(bytes_per_s=1e12, flops_per_s=1e13, device_name="a test CPU", precision="fp32",
-                            n_threads=1, date="2026-01-01T00:00:00+00:00", torch_version="2.13.0")
+    return MeasuredCeilings(
+        bytes_per_s=1e12,
+        flops_per_s=1e13,
+        device_name="a test CPU",
+        precision="fp32",
+        n_threads=1,
+        date="2026-01-01T00:00:00+00:00",
+        torch_version="2.13.0",
+    )
 
 
 # --------------------------------------------------------------------------- the cases
@@ -463,8 +510,9 @@ def _spoilable(case: Case) -> list[str]:
 
 
 REFUSING = [c for c in CASES if _spoilable(c)]
-_SETTINGS = settings(max_examples=10, deadline=None, derandomize=True, database=None,
-                     suppress_health_check=list(HealthCheck))
+_SETTINGS = settings(
+    max_examples=10, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 
 
 @pytest.mark.parametrize("case", REFUSING, ids=lambda c: c.qualname)
@@ -487,7 +535,9 @@ def test_known_gaps_are_still_gaps(qualname, param):
     if case is None or param not in case.kinds:
         pytest.fail(f"{qualname}({param}) is no longer public; delete its KNOWN_GAPS entry")
     verdicts = {classify(case, param, bad) for bad in BAD[case.kinds[param]]}
-    assert verdicts - {"clear", "default"}, f"{qualname}({param}) refuses every bad value now; delete its KNOWN_GAPS entry"
+    assert verdicts - {"clear", "default"}, (
+        f"{qualname}({param}) refuses every bad value now; delete its KNOWN_GAPS entry"
+    )
 
 
 NUMERIC = [c for c in CASES if any(c.kinds[p] == "number" for p in c.kinds)]

@@ -1,4 +1,5 @@
 """Tests for the ``roofline`` command, called as ``main([...])`` with its output captured."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ def test_no_subcommand_is_a_usage_error(capsys):
 
 
 def test_python_dash_m_runs_the_command():
-    done = subprocess.run([sys.executable, "-m", "roofline_lib.cli", "gpus"], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "roofline_lib.cli", "gpus"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0 and "H100 SXM" in done.stdout
 
 
@@ -47,8 +49,18 @@ def test_gpus_table(capsys):
     code, out, _ = run(capsys, "gpus")
     assert code == 0
     rows = {line.split()[0]: line for line in out.splitlines()[2:] if line and not line.startswith("Dense")}
-    assert set(rows) == {"a100-80gb-sxm", "a100-40gb-sxm", "h100-sxm", "h100-pcie", "h200", "b200", "l4",
-                         "mi300x", "tpu-v4", "tpu-v5e"}
+    assert set(rows) == {
+        "a100-80gb-sxm",
+        "a100-40gb-sxm",
+        "h100-sxm",
+        "h100-pcie",
+        "h200",
+        "b200",
+        "l4",
+        "mi300x",
+        "tpu-v4",
+        "tpu-v5e",
+    }
     a100 = rows["a100-80gb-sxm"].split()
     # HBM 2.04 TB/s, 80 GiB, bf16 312 TFLOP/s, no fp8, ridge 312e12 / 2.039e12 = 153 FLOP/B
     assert a100[-5:] == ["2.04", "80", "312.0", "-", "153"]
@@ -60,23 +72,33 @@ def test_gpus_table(capsys):
 
 
 def test_verdict_memory_bound(capsys):
-    code, out, err = run(capsys, "verdict", "--flops", "1e9", "--bytes", "1e9", "--seconds", "1e-3",
-                         "--gpu", "A100")
+    code, out, err = run(capsys, "verdict", "--flops", "1e9", "--bytes", "1e9", "--seconds", "1e-3", "--gpu", "A100")
     # 1e9 FLOP / 1e9 B = 1 FLOP/B < 153; achieved 1e9 / 1e-3 = 1 TFLOP/s of a 2.04 ceiling = 49.0 %
     assert code == 0 and err == ""
     assert "memory-bound" in out and "1 TFLOP/s of a 2.04 TFLOP/s ceiling (49.0%)" in out
 
 
 def test_verdict_compute_bound_with_precision(capsys):
-    code, out, _ = run(capsys, "verdict", "--flops", "2.7e11", "--bytes", "2.2e8", "--seconds", "1.1e-3",
-                       "--gpu", "H100", "--precision", "fp8")
+    code, out, _ = run(
+        capsys,
+        "verdict",
+        "--flops",
+        "2.7e11",
+        "--bytes",
+        "2.2e8",
+        "--seconds",
+        "1.1e-3",
+        "--gpu",
+        "H100",
+        "--precision",
+        "fp8",
+    )
     # intensity 2.7e11 / 2.2e8 = 1227 FLOP/B > fp8 ridge 591; 2.7e11 / 1.1e-3 = 245 TFLOP/s
     assert code == 0 and "H100 SXM fp8" in out and "compute-bound" in out and "245 TFLOP/s" in out
 
 
 def test_verdict_faster_than_the_hardware_exits_3(capsys):
-    code, out, err = run(capsys, "verdict", "--flops", "1e9", "--bytes", "1e9", "--seconds", "1e-6",
-                         "--gpu", "A100")
+    code, out, err = run(capsys, "verdict", "--flops", "1e9", "--bytes", "1e9", "--seconds", "1e-6", "--gpu", "A100")
     # 1e9 B in 1 us = 1000 TB/s, 490x the A100's 2.04 TB/s
     assert code == 3 and out == ""
     assert "implausible measurement" in err and "HBM bandwidth roof" in err
@@ -90,8 +112,7 @@ def test_verdict_faster_than_the_hardware_exits_3(capsys):
         (["--flops", "1e9", "--bytes", "nan", "--seconds", "1", "--gpu", "A100"], "--bytes"),
         (["--flops", "many", "--bytes", "1e9", "--seconds", "1", "--gpu", "A100"], "--flops"),
         (["--flops", "1e9", "--bytes", "1e9", "--seconds", "1", "--gpu", "Z80"], "--gpu"),
-        (["--flops", "1e9", "--bytes", "1e9", "--seconds", "1", "--gpu", "A100", "--precision", "fp8"],
-         "--precision"),
+        (["--flops", "1e9", "--bytes", "1e9", "--seconds", "1", "--gpu", "A100", "--precision", "fp8"], "--precision"),
         (["--flops", "1e9", "--bytes", "1e9", "--gpu", "A100"], "--seconds"),
     ],
 )
@@ -102,8 +123,9 @@ def test_verdict_bad_input_exits_2_naming_the_parameter(capsys, argv, fragment):
 
 
 def test_a_repeated_gpu_is_an_error_not_the_last_one(capsys):
-    code, out, err = run(capsys, "verdict", "--flops", "1e9", "--bytes", "1e9", "--seconds", "1e-3",
-                         "--gpu", "A100", "--gpu", "H100")
+    code, out, err = run(
+        capsys, "verdict", "--flops", "1e9", "--bytes", "1e9", "--seconds", "1e-3", "--gpu", "A100", "--gpu", "H100"
+    )
     assert code == 2 and out == ""
     assert "--gpu given twice" in err and "'A100'" in err and "'H100'" in err
 
@@ -166,9 +188,22 @@ def test_measure_rejects_a_zero_budget(capsys):
 
 def test_plot_png_with_points(capsys, tmp_path):
     target = tmp_path / "roof.png"
-    code, out, _ = run(capsys, "plot", "--gpu", "A100", "--gpu", "H100", "--precision", "bf16",
-                       "--point", "LayerNorm:0.6:1.2", "--measured-point", "GEMM: big:400:250",
-                       "-o", str(target))
+    code, out, _ = run(
+        capsys,
+        "plot",
+        "--gpu",
+        "A100",
+        "--gpu",
+        "H100",
+        "--precision",
+        "bf16",
+        "--point",
+        "LayerNorm:0.6:1.2",
+        "--measured-point",
+        "GEMM: big:400:250",
+        "-o",
+        str(target),
+    )
     assert code == 0
     assert target.read_bytes()[:4] == b"\x89PNG"
     assert "Predicted point 'LayerNorm' at 0.6 FLOP/byte and 1.2 TFLOP/s" in out
@@ -216,8 +251,9 @@ def test_plot_refuses_a_point_above_every_roof(capsys, tmp_path):
 
 def test_plot_accepts_a_point_under_one_of_its_roofs(capsys, tmp_path):
     # 3 TFLOP/s at 1 FLOP/byte: above the A100's 2.04 but under the H100's 3.35 TB/s * 1 = 3.35
-    code, _, _ = run(capsys, "plot", "--gpu", "A100", "--gpu", "H100", "--point", "y:1:3", "-o",
-                     str(tmp_path / "roof.png"))
+    code, _, _ = run(
+        capsys, "plot", "--gpu", "A100", "--gpu", "H100", "--point", "y:1:3", "-o", str(tmp_path / "roof.png")
+    )
     assert code == 0
 
 

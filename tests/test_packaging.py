@@ -1,4 +1,5 @@
 """The package's metadata and the lock: what a fresh machine installs, and what the math needs."""
+
 from __future__ import annotations
 
 import re

@@ -9,6 +9,7 @@ bf16, 67 TFLOP/s fp32):
 * bf16 GEMM 8192^3 = 2 * 8192**3 = 1.0995e12 FLOP in 1.5 ms median (733 TFLOP/s), 1.4 ms best;
 * a kernel moving 4.8e9 bytes in 1.2 ms (4.0 TB/s), predicted 4.8e9 / 4.44e12 = 1.08 ms.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -46,23 +47,43 @@ def _record(**changes) -> dict:
         },
         "copy": {"buffer_bytes": 2e9, "seconds": 1e-3, "best_seconds": 0.9e-3, "method": "test"},
         "gemm": [
-            {"precision": "bf16", "m": 8192, "n": 8192, "k": 8192, "seconds": 1.5e-3, "best_seconds": 1.4e-3,
-             "method": "test"},
+            {
+                "precision": "bf16",
+                "m": 8192,
+                "n": 8192,
+                "k": 8192,
+                "seconds": 1.5e-3,
+                "best_seconds": 1.4e-3,
+                "method": "test",
+            },
         ],
         "kernels": [
             {
-                "name": "bias_gelu", "shape": [16384, 8192], "dtype": "bf16",
-                "flops": 1.2e9, "bytes_moved": 4.8e9,
-                "seconds": 1.2e-3, "best_seconds": 1.15e-3,
+                "name": "bias_gelu",
+                "shape": [16384, 8192],
+                "dtype": "bf16",
+                "flops": 1.2e9,
+                "bytes_moved": 4.8e9,
+                "seconds": 1.2e-3,
+                "best_seconds": 1.15e-3,
                 "predicted_seconds": 4.8e9 / (4e9 / 0.9e-3),  # on the best copy: 1.08 ms
-                "memory_roof_bytes_per_s": 4e9 / 0.9e-3, "memory_roof_source": "measured copy bandwidth",
+                "memory_roof_bytes_per_s": 4e9 / 0.9e-3,
+                "memory_roof_source": "measured copy bandwidth",
                 "compute_precision": "fp32",
-                "torch_seconds": 2.4e-3, "torch_bytes_moved": 9.6e9,
-                "max_abs_error": 0.0078, "config": {"BLOCK": 1024, "num_warps": 4}, "method": "test",
+                "torch_seconds": 2.4e-3,
+                "torch_bytes_moved": 9.6e9,
+                "max_abs_error": 0.0078,
+                "config": {"BLOCK": 1024, "num_warps": 4},
+                "method": "test",
             }
         ],
-        "notebooks": {"strict": ["notebooks/01_two_speed_limits.md"], "lax": [], "passed": 12, "failed": 0,
-                      "skipped": 0},
+        "notebooks": {
+            "strict": ["notebooks/01_two_speed_limits.md"],
+            "lax": [],
+            "passed": 12,
+            "failed": 0,
+            "skipped": 0,
+        },
     }
     for dotted, value in changes.items():
         where = data
@@ -105,8 +126,15 @@ def test_a_plausible_record_validates_and_keeps_its_numbers():
 
 def test_the_label_names_every_provenance_field():
     label = records.validate_record(_record()).label
-    for part in ("NVIDIA H200", "H200 SXM", "2026-03-02", "driver 570.00", "CUDA 12.8", "torch 2.13.0+cu128",
-                 "triton 3.7.1"):
+    for part in (
+        "NVIDIA H200",
+        "H200 SXM",
+        "2026-03-02",
+        "driver 570.00",
+        "CUDA 12.8",
+        "torch 2.13.0+cu128",
+        "triton 3.7.1",
+    ):
         assert part in label
 
 
@@ -124,10 +152,17 @@ def test_write_then_list_then_latest_round_trip(tmp_path):
 
 def test_latest_record_is_the_newest_and_can_be_asked_per_gpu(tmp_path):
     _write(tmp_path, _record())  # H200, 2026-03-02
-    older_h100 = _record(**{"gpu": "h100-sxm", "provenance.device_name": "NVIDIA H100 80GB HBM3",
-                            "provenance.date": "2026-01-15T08:00:00+00:00",
-                            # the H200's 4.44 TB/s would be refused on an H100 (3.35 TB/s): 4e9 / 1.4e-3 = 2.86
-                            "copy.seconds": 1.5e-3, "copy.best_seconds": 1.4e-3, "kernels": []})
+    older_h100 = _record(
+        **{
+            "gpu": "h100-sxm",
+            "provenance.device_name": "NVIDIA H100 80GB HBM3",
+            "provenance.date": "2026-01-15T08:00:00+00:00",
+            # the H200's 4.44 TB/s would be refused on an H100 (3.35 TB/s): 4e9 / 1.4e-3 = 2.86
+            "copy.seconds": 1.5e-3,
+            "copy.best_seconds": 1.4e-3,
+            "kernels": [],
+        }
+    )
     _write(tmp_path, older_h100)
     assert [r.gpu for r in records.list_records(tmp_path)] == ["h100-sxm", "h200"]  # oldest first
     assert records.latest_record(tmp_path).gpu == "h200"
@@ -252,8 +287,13 @@ def test_malformed_records_say_what_is_wrong(changes, message):
 
 def test_write_record_refuses_what_it_could_not_read_back(tmp_path):
     rec = records.validate_record(_record())
-    bad = GPURecord(gpu="h200", provenance=rec.provenance, copy=records.CopyMeasurement(2e9, 1e-4, 1e-4, "x"),
-                    gemm=rec.gemm, kernels=rec.kernels)  # 40 TB/s
+    bad = GPURecord(
+        gpu="h200",
+        provenance=rec.provenance,
+        copy=records.CopyMeasurement(2e9, 1e-4, 1e-4, "x"),
+        gemm=rec.gemm,
+        kernels=rec.kernels,
+    )  # 40 TB/s
     with pytest.raises(ImplausibleMeasurement):
         records.write_record(bad, tmp_path)
     assert not (tmp_path / "h200.json").exists()
@@ -356,7 +396,9 @@ def test_chapters_that_time_gpu_kernels_show_the_record():
     for path in sorted((ROOT / "notebooks").glob("*.md")):
         text = path.read_text(encoding="utf-8")
         if _TIMES_GPU_KERNELS.search(text):
-            assert "latest_record" in text or "list_records" in text, f"{path.name} times kernels but never shows the record"
+            assert "latest_record" in text or "list_records" in text, (
+                f"{path.name} times kernels but never shows the record"
+            )
             assert ".label" in text, f"{path.name} shows recorded numbers without their provenance label"
             assert "live_gpu()" in text, f"{path.name} must ask record_report.live_gpu() before timing live"
 
@@ -382,8 +424,13 @@ def test_gpu_check_refuses_a_machine_without_cuda():
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU: the refusal cannot be shown here")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_check.py"), "--out", "/nonexistent"],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "gpu_check.py"), "--out", "/nonexistent"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert "gpu-check cannot run here" in done.stderr
     assert "CPU build" in done.stderr or "no CUDA GPU" in done.stderr
@@ -427,7 +474,9 @@ def test_describe_record_leads_with_provenance_and_judges_every_rate():
     assert any(line.startswith("copy: 4.44 TB/s best, 93% of the datasheet 4.8 TB/s") for line in rest)
     # best GEMM: 2 * 8192^3 / 1.4e-3 s = 785.4 TFLOP/s, 79 % of 989.5
     assert any(line.startswith("bf16 GEMM 8192x8192x8192: 785.4 TFLOP/s, 79% of the dense 989.5") for line in rest)
-    assert any(line.startswith("kernel bias_gelu bf16 16384x8192: 1200 us measured, 1080 us predicted") for line in rest)
+    assert any(
+        line.startswith("kernel bias_gelu bf16 16384x8192: 1200 us measured, 1080 us predicted") for line in rest
+    )
     with pytest.raises(TypeError, match="GPURecord"):
         record_report.describe_record({"gpu": "h200"})
 
