@@ -21,6 +21,7 @@ help:
 	@echo "  make nbval       the solutions re-executed, and strict nbval against tests/records/"
 	@echo "  make build-strict  the book built with every chapter and exercise executed once;"
 	@echo "                   any warning, broken reference or failing cell fails"
+	@echo "  make fake-gpu    every chapter and exercise on the GPU path, with a simulated H200"
 	@echo "  make site-test   the built site in chromium with no network"
 	@echo "  make lab-test    a chapter and an exercise run in JupyterLab, in chromium"
 	@echo "                   (site-test and lab-test install Debian's chromium if it is missing)"
@@ -77,8 +78,9 @@ book: $(STAMP)
 
 # ---------------------------------------------------------------- the parts of `make test`
 # Each part is a target of its own; `test` only lists them. Every chapter and exercise is
-# executed once per run, by the strict build; nbval executes what the book does not (the
-# solutions) and the chapters that have a strict reference record.
+# executed once per run on the CPU path, by the strict build; nbval executes what the book does
+# not (the solutions) and the chapters that have a strict reference record; fake-gpu runs the
+# chapters' GPU branches (the cells a CPU run skips) against a simulated GPU.
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -108,7 +110,7 @@ lab-test: $(STAMP) $(LAB_SETTINGS) browser
 	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_lab.py -q
 
 # The parts in order (site-test reads the site build-strict wrote); run serially.
-TEST_PARTS := lint unit nbval build-strict site-test lab-test
+TEST_PARTS := lint unit nbval build-strict fake-gpu site-test lab-test
 test: $(TEST_PARTS)
 	@echo "==> make test: all parts passed ($(TEST_PARTS))"
 
@@ -120,7 +122,6 @@ record: $(STAMP)
 # The chapters (notebooks/), the exercises (exercises/) in JupyterLab, from the repository root.
 lab: $(STAMP) $(LAB_SETTINGS)
 	$(VENV)/bin/jupyter lab
-
 
 serve: $(STAMP)
 	@test -f $(BUILD)/index.html || { echo "no site yet: run 'make book' first"; exit 2; }
