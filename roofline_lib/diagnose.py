@@ -583,7 +583,10 @@ def _export(profile) -> dict:
     os.close(fd)
     try:
         try:
-            profile.export_chrome_trace(path)
+            try:  # the Python writer leaves kineto's one native save to the reader's own export
+                profile.export_chrome_trace(path, use_python_export=True)
+            except TypeError:  # a profiler without that option
+                profile.export_chrome_trace(path)
         except (AssertionError, RuntimeError) as err:
             raise ValueError(f"the profiler holds no results yet ({err}); profile something first") from None
         with open(path, encoding="utf-8") as fh:

@@ -359,3 +359,13 @@ def test_measured_mfu_uses_the_one_plausibility_rule():
     D.measured_mfu(1.04e9, 10e-3, TOY)
     with pytest.raises(rl.ImplausibleMeasurement, match="compute peak"):
         D.measured_mfu(1.06e9, 10e-3, TOY)
+
+
+def test_diagnosing_a_profile_leaves_its_own_export_to_the_reader(tmp_path):
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        torch.mm(torch.randn(64, 64), torch.randn(64, 64))
+    D.diagnose(prof, roof=TOY)
+    prof.export_chrome_trace(str(tmp_path / "mine.json"))  # kineto saves once: diagnose must not use it up
+    assert (tmp_path / "mine.json").stat().st_size > 0
