@@ -115,7 +115,12 @@ def _node_record(key: str, spec) -> dict[str, Any]:
 
 
 def registry_json(*, indent: int | None = 2) -> str:
-    """:func:`registry_as_dict` as JSON text (strict JSON: no NaN or Infinity)."""
+    """:func:`registry_as_dict` as JSON text (strict JSON: no NaN or Infinity).
+
+    ``indent`` is a number of spaces (0 or more), or None for one line.
+    """
+    if indent is not None and (isinstance(indent, bool) or not isinstance(indent, int) or indent < 0):
+        raise TypeError(f"indent must be a whole number of spaces (0 or more) or None, got {indent!r}")
     return json.dumps(registry_as_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
 
 

@@ -283,8 +283,12 @@ class Case:
     kwargs: dict  # the valid call
     kinds: dict  # parameter -> "number" | "flag" | "text" | "object"
     defaults: dict  # parameter -> its default, where it has one (None or "" there is not bad input)
+    optional: frozenset = frozenset()  # parameters annotated "X | None"
 
     def is_default(self, param: str, value) -> bool:
+        """The parameter's own default, or None where its annotation says ``| None``: not bad input."""
+        if value is None and param in self.optional:
+            return True
         default = self.defaults.get(param, inspect.Parameter.empty)
         return default is not inspect.Parameter.empty and type(value) is type(default) and value == default
 
@@ -329,8 +333,10 @@ def build_case(qualname: str, fn) -> Case | None:
     values = {**VALID, **OVERRIDES.get(qualname, {})}
     if qualname in CONSTRUCTORS:
         values = dict(CONSTRUCTOR_VALUES[qualname])
-    kwargs, kinds, defaults = {}, {}, {}
+    kwargs, kinds, defaults, optional = {}, {}, {}, set()
     for p in inspect.signature(fn).parameters.values():
+        if "None" in str(p.annotation):
+            optional.add(p.name)
         if p.default is not p.empty:
             defaults[p.name] = p.default
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -350,7 +356,7 @@ def build_case(qualname: str, fn) -> Case | None:
             kinds[p.name] = _kind(value)
     if not kinds:
         return None  # nothing a caller passes (no arguments, or only streams and callables)
-    return Case(qualname, fn, kwargs, kinds, defaults)
+    return Case(qualname, fn, kwargs, kinds, defaults, frozenset(optional))
 
 
 #: Parameters for which VALID and OVERRIDES hold no value: filled by all_cases(), must stay empty.
@@ -501,7 +507,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("measure.device_label", "device"): "any value is printed as a device",
     ("diagnose.measured_mfu", "precision"): "not checked",
     ("diagnose.measured_mfu", "ceilings"): "the error for a string does not say 'ceilings'",
-    ("export.registry_json", "indent"): "passed to json.dumps unchecked",
 }
 
 
