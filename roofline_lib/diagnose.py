@@ -33,6 +33,7 @@ Inputs :func:`diagnose` accepts:
 Times are SI seconds throughout (torch's traces hold microseconds; they are converted on the way
 in). torch is imported only by the functions that profile.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -50,7 +51,8 @@ from . import ops
 from ._checks import _positive, _positive_int
 from .hardware import GPUSpec, as_gpu
 from .measure import _fmt_seconds
-from .roofline import PLAUSIBILITY_TOLERANCE, Roof, check_plausible, roof as _as_roof
+from .roofline import PLAUSIBILITY_TOLERANCE, Roof, check_plausible
+from .roofline import roof as _as_roof
 
 __all__ = [
     "PILES",
@@ -143,11 +145,22 @@ REMEDIES = MappingProxyType(
 
 # dtype names as torch's profiler writes them ("Input type") -> (bytes per element, precision)
 _DTYPES = {
-    "float": (4, "fp32"), "double": (8, "fp64"), "c10::Half": (2, "fp16"), "c10::BFloat16": (2, "bf16"),
-    "c10::Float8_e4m3fn": (1, "fp8"), "c10::Float8_e5m2": (1, "fp8"), "c10::Float8_e4m3fnuz": (1, "fp8"),
-    "c10::Float8_e5m2fnuz": (1, "fp8"), "long int": (8, None), "int": (4, None), "short int": (2, None),
-    "signed char": (1, None), "unsigned char": (1, None), "bool": (1, None),
-    "c10::complex<float>": (8, None), "c10::complex<double>": (16, None),
+    "float": (4, "fp32"),
+    "double": (8, "fp64"),
+    "c10::Half": (2, "fp16"),
+    "c10::BFloat16": (2, "bf16"),
+    "c10::Float8_e4m3fn": (1, "fp8"),
+    "c10::Float8_e5m2": (1, "fp8"),
+    "c10::Float8_e4m3fnuz": (1, "fp8"),
+    "c10::Float8_e5m2fnuz": (1, "fp8"),
+    "long int": (8, None),
+    "int": (4, None),
+    "short int": (2, None),
+    "signed char": (1, None),
+    "unsigned char": (1, None),
+    "bool": (1, None),
+    "c10::complex<float>": (8, None),
+    "c10::complex<double>": (16, None),
 }
 
 # ops that only re-describe or allocate memory: no FLOPs, no bytes (their count needs no shapes)
@@ -170,7 +183,9 @@ _ELEMENTWISE = frozenset(
     """.split()
 )
 _WRITE_ONLY = frozenset("fill_ zero_ normal_ uniform_ random_ bernoulli_".split())
-_REDUCTIONS = frozenset("sum mean amax amin max min var std norm linalg_vector_norm argmax argmin prod logsumexp".split())
+_REDUCTIONS = frozenset(
+    "sum mean amax amin max min var std norm linalg_vector_norm argmax argmin prod logsumexp".split()
+)
 _SOFTMAX = frozenset("softmax _softmax log_softmax _log_softmax _safe_softmax".split())
 _LAYERNORM = frozenset("layer_norm native_layer_norm".split())
 _RMSNORM = frozenset("rms_norm _fused_rms_norm".split())
@@ -371,8 +386,16 @@ def _merge(rows) -> tuple[OpStat, ...]:
             m["flops"] += r.flops
             m["bytes"] += r.bytes_moved
     return tuple(
-        OpStat(name, m["calls"], m["seconds"], m["flops"] if counted else None, m["bytes"] if counted else None,
-               family, precision, m["note"])
+        OpStat(
+            name,
+            m["calls"],
+            m["seconds"],
+            m["flops"] if counted else None,
+            m["bytes"] if counted else None,
+            family,
+            precision,
+            m["note"],
+        )
         for (name, family, precision, counted), m in merged.items()
     )
 
@@ -430,7 +453,9 @@ def read_trace(trace, *, allow_empty: bool = False) -> Trace:
             with opener(path, "rt", encoding="utf-8") as fh:
                 trace = json.load(fh)
         except FileNotFoundError:
-            raise FileNotFoundError(f"no trace file at {path!r} (export one with prof.export_chrome_trace(path))") from None
+            raise FileNotFoundError(
+                f"no trace file at {path!r} (export one with prof.export_chrome_trace(path))"
+            ) from None
         except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
             raise ValueError(f"{path!r} is not a Chrome-trace JSON file: {err}") from None
     if isinstance(trace, list):
@@ -443,7 +468,9 @@ def read_trace(trace, *, allow_empty: bool = False) -> Trace:
     events = [e for e in trace["traceEvents"] if isinstance(e, Mapping) and e.get("ph") == "X" and "dur" in e]
     cpu = [e for e in events if e.get("cat") in ("cpu_op", "operator")]
     kernels = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    steps = [e for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep")]
+    steps = [
+        e for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep")
+    ]
     if not cpu and not kernels:
         if allow_empty:  # a live run that called no op at all: all its wall time is idle
             return Trace((), "cpu", None, 0.0)
@@ -517,8 +544,11 @@ def read_trace(trace, *, allow_empty: bool = False) -> Trace:
             if op is None and args.get("correlation") in runtime:
                 launch = runtime[args["correlation"]]
                 t = float(launch["ts"])
-                inside = [e for e in by_thread.get((launch.get("pid"), launch.get("tid")), [])
-                          if float(e["ts"]) <= t <= float(e["ts"]) + float(e["dur"])]
+                inside = [
+                    e
+                    for e in by_thread.get((launch.get("pid"), launch.get("tid")), [])
+                    if float(e["ts"]) <= t <= float(e["ts"]) + float(e["dur"])
+                ]
                 op = min(inside, key=lambda e: float(e["dur"])) if inside else None
             key = id(op) if op is not None else id(k)
             groups.setdefault(key, []).append(k)
@@ -533,8 +563,7 @@ def read_trace(trace, *, allow_empty: bool = False) -> Trace:
                 if k.get("cat") in ("gpu_memcpy", "gpu_memset") and b:
                     rows.append(OpStat(str(k.get("name")), len(ks), seconds, 0.0, float(b) * len(ks), "copy"))
                 else:
-                    rows.append(OpStat(str(k.get("name")), len(ks), seconds,
-                                       note="kernel not tied to any recorded op"))
+                    rows.append(OpStat(str(k.get("name")), len(ks), seconds, note="kernel not tied to any recorded op"))
                 continue
             c = counts[id(op)]
             name = str(op.get("name"))
@@ -543,7 +572,9 @@ def read_trace(trace, *, allow_empty: bool = False) -> Trace:
                 rows.append(OpStat(name, len(ks), seconds, note=note))
             else:
                 flops, moved, family, precision = c
-                rows.append(OpStat(name, len(ks), seconds, flops, moved, family, precision))  # one op call, all its kernels
+                rows.append(
+                    OpStat(name, len(ks), seconds, flops, moved, family, precision)
+                )  # one op call, all its kernels
         spans = [(float(k["ts"]), float(k["ts"]) + float(k["dur"])) for k in kernels]
         busy = _union(spans) * _US
         window = (max(b for _, b in spans) - min(a for a, _ in spans)) * _US
@@ -608,12 +639,17 @@ def measure_fixed_cost(*, calls: int = 300, with_flops: bool = True) -> float:
     one = torch.ones(1)
     for _ in range(20):
         torch.neg(one)
-    with quiet_profiler_log(), profile(activities=[ProfilerActivity.CPU], record_shapes=True,
-                                       with_flops=with_flops) as prof:
+    with (
+        quiet_profiler_log(),
+        profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_flops=with_flops) as prof,
+    ):
         for _ in range(n):
             torch.neg(one)
-    times = [(e["dur"]) * _US for e in _export(prof)["traceEvents"]
-             if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e.get("name") == "aten::neg"]
+    times = [
+        (e["dur"]) * _US
+        for e in _export(prof)["traceEvents"]
+        if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e.get("name") == "aten::neg"
+    ]
     if not times:
         raise RuntimeError("the profiler recorded no aten::neg call while measuring the fixed cost per call")
     return statistics.median(times)
@@ -644,14 +680,25 @@ def quiet_profiler_log():
             os.dup2(saved, 2)
             os.close(saved)
             sink.seek(0)
-            kept = [line for line in sink.read().decode(errors="replace").splitlines(keepends=True)
-                    if not _PROFILER_NOISE.match(line)]
+            kept = [
+                line
+                for line in sink.read().decode(errors="replace").splitlines(keepends=True)
+                if not _PROFILER_NOISE.match(line)
+            ]
             if kept:
                 sys.stderr.write("".join(kept))
 
 
-def profile_run(fn: Callable, *args, device=None, warmup: int = 1, calls: int = 1, with_flops: bool = True,
-                record_shapes: bool = True, **kwargs) -> ProfiledRun:
+def profile_run(
+    fn: Callable,
+    *args,
+    device=None,
+    warmup: int = 1,
+    calls: int = 1,
+    with_flops: bool = True,
+    record_shapes: bool = True,
+    **kwargs,
+) -> ProfiledRun:
     """Run ``fn(*args, **kwargs)`` ``calls`` times under ``torch.profiler`` and time it.
 
     ``device`` must be named, as in :func:`~roofline_lib.measure.time_fn`: with ``"cuda"`` the
@@ -678,8 +725,10 @@ def profile_run(fn: Callable, *args, device=None, warmup: int = 1, calls: int = 
         fn(*args, **kwargs)
     sync()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with quiet_profiler_log(), profile(activities=activities, with_flops=with_flops,
-                                       record_shapes=record_shapes) as prof:
+    with (
+        quiet_profiler_log(),
+        profile(activities=activities, with_flops=with_flops, record_shapes=record_shapes) as prof,
+    ):
         start = time.perf_counter()
         for _ in range(n_calls):
             fn(*args, **kwargs)
@@ -830,7 +879,11 @@ def diagnose(
     for an empty one or a missing roof.
     """
     wall = None if wall_seconds is None else _positive(wall_seconds, "wall_seconds", "seconds")
-    fixed = None if fixed_cost_seconds is None else _positive(fixed_cost_seconds, "fixed_cost_seconds", "seconds", allow_zero=True)
+    fixed = (
+        None
+        if fixed_cost_seconds is None
+        else _positive(fixed_cost_seconds, "fixed_cost_seconds", "seconds", allow_zero=True)
+    )
     if isinstance(profile, ProfiledRun):
         wall = wall if wall is not None else profile.wall_seconds
         fixed = fixed if fixed is not None else profile.fixed_cost_seconds
@@ -870,8 +923,12 @@ def diagnose(
         fixed_total += fixed_part
         piles[_walk({"idle": False, "fixed": True})] += fixed_part
         work = r.seconds - fixed_part
-        facts = {"idle": False, "fixed": False, "counted": r.counted,
-                 "work": bool(r.counted and (r.flops or r.bytes_moved))}
+        facts = {
+            "idle": False,
+            "fixed": False,
+            "counted": r.counted,
+            "work": bool(r.counted and (r.flops or r.bytes_moved)),
+        }
         if facts["work"]:
             the_roof = _roof_for(r, roof, trace, precision, roofs)
             if the_roof not in used_roofs:
@@ -879,8 +936,13 @@ def diagnose(
             facts["ridge"] = r.flops < the_roof.ridge * r.bytes_moved  # intensity below the ridge
             if r.seconds > 0:
                 try:
-                    check_plausible(r.flops / r.seconds, r.bytes_moved / r.seconds, the_roof,
-                                    tolerance=PLAUSIBILITY_TOLERANCE, what=r.name)
+                    check_plausible(
+                        r.flops / r.seconds,
+                        r.bytes_moved / r.seconds,
+                        the_roof,
+                        tolerance=PLAUSIBILITY_TOLERANCE,
+                        what=r.name,
+                    )
                 except ValueError:
                     fast_rows.append(r)
         pile = _walk(facts)
@@ -899,22 +961,28 @@ def diagnose(
     n_calls = sum(r.calls for r in rows)
     labels = sorted({f"{ro.label} (ridge {ro.ridge:.3g} FLOP/B)" for ro in used_roofs})
     roof_label = "; ".join(labels) if labels else "none needed"
-    evidence.append(f"{_fmt_seconds(total)} read from {clock}, {n_calls:,} calls of {len(rows)} ops; "
-                    f"roof: {roof_label}")
+    evidence.append(
+        f"{_fmt_seconds(total)} read from {clock}, {n_calls:,} calls of {len(rows)} ops; roof: {roof_label}"
+    )
     for pile in ("memory", "compute"):
         members = [r for r, p in zip(rows, placed) if p == pile]
         if members:
-            evidence.append(f"{pile}-bound work, intensity {'below' if pile == 'memory' else 'at or above'} the "
-                            f"ridge: {shares[pile]:.0%} ({_names(members, with_intensity=True)})")
+            evidence.append(
+                f"{pile}-bound work, intensity {'below' if pile == 'memory' else 'at or above'} the "
+                f"ridge: {shares[pile]:.0%} ({_names(members, with_intensity=True)})"
+            )
     parts = []
     if idle:
-        parts.append(("idle gaps between kernels" if trace.timeline == "device" else
-                      "wall time outside every op") + f" {idle / total:.0%}")
+        parts.append(
+            ("idle gaps between kernels" if trace.timeline == "device" else "wall time outside every op")
+            + f" {idle / total:.0%}"
+        )
     if fixed_total:
         parts.append(f"fixed cost {_fmt_seconds(fixed)} x {n_calls:,} calls {fixed_total / total:.0%}")
     if no_data_rows:
-        parts.append(f"ops that move no data ({_names(no_data_rows)}) "
-                     f"{sum(r.seconds for r in no_data_rows) / total:.0%}")
+        parts.append(
+            f"ops that move no data ({_names(no_data_rows)}) {sum(r.seconds for r in no_data_rows) / total:.0%}"
+        )
     if shares["overhead"] or parts:
         evidence.append(f"overhead: {shares['overhead']:.0%}" + (f" ({'; '.join(parts)})" if parts else ""))
     unclassified = [r for r, p in zip(rows, placed) if p == "unclassified"]
@@ -993,17 +1061,40 @@ def plot_triage(diagnosis: Diagnosis | None = None):
                 label = target
                 if diagnosis is not None:
                     label += f"\n{diagnosis.shares[target]:.0%} of the time"
-                ax.annotate("", (side - 0.07 if dx else side + 0.08, y[r.key]),
-                            (0.56 if dx else 0.2, y[r.key]), arrowprops=dict(arrowstyle="->"))
-                ax.text((0.56 + side - 0.07) / 2 if dx else (0.2 + side + 0.08) / 2, y[r.key] + 0.015, answer,
-                        fontsize=8, ha="center")
-                ax.text(side + (0.0 if dx else 0.0), y[r.key], label, ha="left" if dx else "center",
-                        va="center", fontsize=9, bbox=dict(boxstyle="round,pad=0.35", fc=colors[target], ec="black"))
-    verdict = (f"verdict: the pile with more than {MAJORITY:.0%} of the time; none -> mixed")
+                ax.annotate(
+                    "",
+                    (side - 0.07 if dx else side + 0.08, y[r.key]),
+                    (0.56 if dx else 0.2, y[r.key]),
+                    arrowprops=dict(arrowstyle="->"),
+                )
+                ax.text(
+                    (0.56 + side - 0.07) / 2 if dx else (0.2 + side + 0.08) / 2,
+                    y[r.key] + 0.015,
+                    answer,
+                    fontsize=8,
+                    ha="center",
+                )
+                ax.text(
+                    side + (0.0 if dx else 0.0),
+                    y[r.key],
+                    label,
+                    ha="left" if dx else "center",
+                    va="center",
+                    fontsize=9,
+                    bbox=dict(boxstyle="round,pad=0.35", fc=colors[target], ec="black"),
+                )
+    verdict = f"verdict: the pile with more than {MAJORITY:.0%} of the time; none -> mixed"
     if diagnosis is not None:
         verdict += f"\nhere: {diagnosis.regime}"
-    ax.text(0.5, -0.04, verdict, ha="center", va="center", fontsize=9.5,
-            bbox=dict(boxstyle="round,pad=0.4", fc="#e5f5e0", ec="black"))
+    ax.text(
+        0.5,
+        -0.04,
+        verdict,
+        ha="center",
+        va="center",
+        fontsize=9.5,
+        bbox=dict(boxstyle="round,pad=0.4", fc="#e5f5e0", ec="black"),
+    )
     ax.set_xlim(0, 1.05)
     ax.set_ylim(-0.1, 1.08)
     fig.tight_layout()
@@ -1013,8 +1104,9 @@ def plot_triage(diagnosis: Diagnosis | None = None):
 # --------------------------------------------------------------------------- MFU measured here
 
 
-def measured_mfu(model_flops, seconds, ceilings, *, precision: str = "bf16",
-                 tolerance: float = PLAUSIBILITY_TOLERANCE) -> float:
+def measured_mfu(
+    model_flops, seconds, ceilings, *, precision: str = "bf16", tolerance: float = PLAUSIBILITY_TOLERANCE
+) -> float:
     """Model FLOPs utilisation of a step timed here: ``model_flops / seconds / peak``.
 
     ``model_flops`` is the step's model FLOP count under a convention you state (6N, three-term,

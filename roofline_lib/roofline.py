@@ -23,6 +23,7 @@ more than** :data:`PLAUSIBILITY_TOLERANCE` (achieved > roof x (1 + tolerance)).
 :func:`check_plausible` is the only place it is applied; it raises
 :class:`ImplausibleMeasurement`.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -130,7 +131,9 @@ class Roof:
         bandwidth = memory_bytes_per_s(spec, memory)
         level = memory.upper()  # "HBM" (the datasheet figure; GDDR on some cards) or "L2"
         return cls(
-            peak, bandwidth, f"{spec.name} {precision.lower()}" + ("" if memory == "hbm" else " (L2)"),
+            peak,
+            bandwidth,
+            f"{spec.name} {precision.lower()}" + ("" if memory == "hbm" else " (L2)"),
             compute_label=f"{spec.name} dense {precision.lower()} compute peak",
             memory_label=f"{spec.name} {level} bandwidth roof",
         )
@@ -146,7 +149,9 @@ class Roof:
         where = getattr(ceilings, "device_name", "this machine")
         precision = getattr(ceilings, "precision", "")
         return cls(
-            ceilings.flops_per_s, ceilings.bytes_per_s, f"measured on {where}",
+            ceilings.flops_per_s,
+            ceilings.bytes_per_s,
+            f"measured on {where}",
             compute_label=f"{precision} matmul rate measured on {where}".strip(),
             memory_label=f"copy bandwidth measured on {where}",
         )
@@ -187,13 +192,15 @@ class Roof:
             raise ValueError("flops and bytes_moved cannot both be 0: there is no work to time")
         return max(f / self.peak_flops_per_s, b / self.bytes_per_s)
 
-    def check(self, flops_per_s, bytes_per_s, *, tolerance: float = PLAUSIBILITY_TOLERANCE,
-              what: str = "this measurement") -> None:
+    def check(
+        self, flops_per_s, bytes_per_s, *, tolerance: float = PLAUSIBILITY_TOLERANCE, what: str = "this measurement"
+    ) -> None:
         """:func:`check_plausible` against this roof."""
         check_plausible(flops_per_s, bytes_per_s, self, tolerance=tolerance, what=what)
 
-    def verdict(self, flops, bytes_moved, seconds, *, tolerance: float = PLAUSIBILITY_TOLERANCE,
-                what: str = "the kernel") -> "Verdict":
+    def verdict(
+        self, flops, bytes_moved, seconds, *, tolerance: float = PLAUSIBILITY_TOLERANCE, what: str = "the kernel"
+    ) -> "Verdict":
         """Place a measured kernel on this roof; raises ImplausibleMeasurement if it beats it."""
         f = _positive(flops, "flops", "FLOP")
         b = _positive(bytes_moved, "bytes_moved", "bytes")

@@ -3,6 +3,7 @@
 Live workloads are placed by their FLOPs and bytes against the roof measured here, so their
 regimes do not hang on timing thresholds: a GEMV's 0.5 FLOP/B is far below any CPU's ridge.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -25,8 +26,13 @@ TOY = rl.Roof(100e9, 10e9, "toy machine")
 def test_rows_are_placed_by_intensity_not_by_name():
     # a "matmul" at 0.5 FLOP/B (2e7 FLOP over 4e7 B) is below the ridge of 10: memory
     # an "add" at 20 FLOP/B (2e8 FLOP over 1e7 B) is above it: compute (names never decide)
-    d = D.diagnose([D.OpStat("aten::mm", 10, 6e-3, flops=2e7, bytes_moved=4e7, family="matmul"),
-                    D.OpStat("aten::add", 4, 2e-3, flops=2e8, bytes_moved=1e7)], roof=TOY)
+    d = D.diagnose(
+        [
+            D.OpStat("aten::mm", 10, 6e-3, flops=2e7, bytes_moved=4e7, family="matmul"),
+            D.OpStat("aten::add", 4, 2e-3, flops=2e8, bytes_moved=1e7),
+        ],
+        roof=TOY,
+    )
     assert dict(zip([r.name for r in d.rows], d.placed)) == {"aten::mm": "memory", "aten::add": "compute"}
     assert d.shares["memory"] == pytest.approx(0.75)  # 6 ms of 8 ms
     assert d.regime == "memory"
@@ -43,8 +49,7 @@ def test_rows_faster_than_their_roof_are_flagged_not_reclassified():
 
 def test_a_memory_bound_gemv_row_gets_the_weight_read_remedy():
     gemv = rl.gemv(4096, 4096, bytes_per_elem=2)  # 2 * 4096**2 FLOP over ~33.6 MB: 0.5 FLOP/B
-    row = D.OpStat("aten::mv", 100, 50e-3, flops=100 * gemv.flops, bytes_moved=100 * gemv.bytes_moved,
-                   family="matmul")
+    row = D.OpStat("aten::mv", 100, 50e-3, flops=100 * gemv.flops, bytes_moved=100 * gemv.bytes_moved, family="matmul")
     d = D.diagnose([row], roof="A100", precision="bf16")
     assert d.regime == "memory"
     assert "batch more sequences per weight read" in d.remedy and "fewer bits" in d.remedy
@@ -69,8 +74,9 @@ def test_rows_without_counts_are_unclassified_never_guessed():
 def test_fixed_cost_per_call_and_wall_time_are_overhead():
     # 1000 calls of 3 us each (3 ms) with a 2 us fixed cost: 2 ms overhead, 1 ms of work;
     # 1 ms of wall time outside the rows: overhead 3 ms of 4 ms = 75 %
-    d = D.diagnose([("aten::add", 1000, 3e-3, 1e3 * 16, 1e3 * 192)], roof=TOY, wall_seconds=4e-3,
-                   fixed_cost_seconds=2e-6)
+    d = D.diagnose(
+        [("aten::add", 1000, 3e-3, 1e3 * 16, 1e3 * 192)], roof=TOY, wall_seconds=4e-3, fixed_cost_seconds=2e-6
+    )
     assert d.seconds["overhead"] == pytest.approx(3e-3) and d.regime == "overhead"
 
 
@@ -99,7 +105,11 @@ def test_count_op_from_shapes_and_dtypes():
     assert D.count_op("aten::mm", [[8, 16], [16, 4]], ["float", "float"]) == (1024.0, 896.0, "matmul", "fp32")
     # add of two [1000] bf16 tensors: 1000 FLOP, (1000 + 1000 + 1000) * 2 = 6000 bytes
     assert D.count_op("aten::add", [[1000], [1000], []], ["c10::BFloat16", "c10::BFloat16", "Scalar"]) == (
-        1000.0, 6000.0, "elementwise", "bf16")
+        1000.0,
+        6000.0,
+        "elementwise",
+        "bf16",
+    )
     assert D.count_op("aten::view", [], []) == (0.0, 0.0, "no data", None)
     assert D.count_op("aten::mm", None, None) is None  # no shapes: no guess
     assert D.count_op("my_lib::fancy", [[4]], ["float"]) is None
@@ -115,11 +125,21 @@ def _trace(ops_and_kernels, gpu="NVIDIA H100 80GB HBM3", shapes=True):
         args = {"External id": i}
         if shapes:
             args.update({"Input Dims": dims, "Input type": types})
-        events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts - 5.0,
-                       "dur": 4.0, "args": args})
-        events.append({"ph": "X", "cat": "kernel", "name": f"kernel_for_{name}", "pid": 0, "tid": 7,
-                       "ts": ts, "dur": dur, "args": {"External id": i, "device": 0, "stream": 7,
-                                                      "correlation": 1000 + i}})
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts - 5.0, "dur": 4.0, "args": args}
+        )
+        events.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": f"kernel_for_{name}",
+                "pid": 0,
+                "tid": 7,
+                "ts": ts,
+                "dur": dur,
+                "args": {"External id": i, "device": 0, "stream": 7, "correlation": 1000 + i},
+            }
+        )
     props = [{"id": 0, "name": gpu}] if gpu else []
     return {"schemaVersion": 1, "deviceProperties": props, "traceEvents": events}
 

@@ -1,4 +1,5 @@
 """Ridge, attainable performance, verdicts and the plausibility guard, on hand-countable numbers."""
+
 import math
 
 import numpy as np
@@ -179,8 +180,15 @@ def test_the_module_functions_ask_the_roof():
 def test_a_measured_roof_comes_from_measured_ceilings():
     from roofline_lib.measure import MeasuredCeilings
 
-    c = MeasuredCeilings(bytes_per_s=50e9, flops_per_s=200e9, device_name="test CPU", precision="fp32",
-                         n_threads=2, date="2026-01-01T00:00:00+00:00", torch_version="x")
+    c = MeasuredCeilings(
+        bytes_per_s=50e9,
+        flops_per_s=200e9,
+        device_name="test CPU",
+        precision="fp32",
+        n_threads=2,
+        date="2026-01-01T00:00:00+00:00",
+        torch_version="x",
+    )
     r = rl.roof(c)
     assert r.ridge == 4.0 and c.ridge == r.ridge  # 200e9 / 50e9, one definition
     assert "measured on test CPU" in r.label
