@@ -219,13 +219,32 @@ def test_no_built_page_loads_anything_from_another_host(site, pages):
     assert not offenders, "\n".join(offenders)
 
 
-def test_the_widget_manager_loads_only_where_widgets_are(site, pages):
-    embed = re.compile(r"""<script[^>]*src=["'][^"']*vendor/html-manager/embed\.js""")
+def test_no_page_shows_a_widget_that_cannot_work(site, pages):
+    """A page has no kernel: no widget view and no widget manager, only the explorers' still figures."""
     for page in pages:
         text = (site / page).read_text(encoding="utf-8")
-        has_widgets = WIDGET_VIEW in text
-        # one copy on a page with widgets (two copies would draw every slider twice), none elsewhere
-        assert len(embed.findall(text)) == (1 if has_widgets else 0), page
+        assert WIDGET_VIEW not in text, f"{page} shows an ipywidget whose controls would change nothing"
+        assert "html-manager" not in text and "embed-amd" not in text, page
+
+
+def test_each_frozen_explorer_is_a_figure_that_says_where_it_is_live(site, pages):
+    snapshot = re.compile(r'<figure class="roofline-snapshot"><img src="data:image/png;base64,[^"]+" '
+                          r'alt="([^"]+)"><figcaption>([^<]*(?:<code>[^<]*</code>[^<]*)*)</figcaption>')
+    found = {}
+    for page in pages:
+        shots = snapshot.findall((site / page).read_text(encoding="utf-8"))
+        if shots:
+            found[page] = shots
+    assert CHAPTER_1 in found, "chapter 1's explorer left no still figure on the site"
+    for page, shots in found.items():
+        text = (site / page).read_text(encoding="utf-8")
+        assert 'class="roofline-explorer"' in text, f"{page}: a still explorer and no live one"
+        for alt, caption in shots:
+            assert len(alt) > 40 and re.search(r"\d", alt), alt  # the readout's sentence, not a file name
+            assert "live in the notebook" in caption and "make lab" in caption, caption
+    alt = found[CHAPTER_1][0][0]
+    # 2.039e12 B/s * 10 FLOP/byte = 20.4 TFLOP/s at the build's settings
+    assert "A100" in alt and "20.4 TFLOP/s" in alt and "memory-bound" in alt, alt
 
 
 def test_figures_carry_alt_text(site, pages):
@@ -262,29 +281,52 @@ def test_every_page_loads_offline_with_no_errors(visit, pages):
     assert not problems, "\n".join(problems)
 
 
-def test_chapter_widgets_render_once(visit, site, pages):
-    widget_pages = [p for p in pages if WIDGET_VIEW in (site / p).read_text(encoding="utf-8")]
-    assert CHAPTER_1 in widget_pages, "chapter 1's ipywidgets explorer lost its saved widget state"
-    for page in widget_pages:
-        v = visit(page)
-        views = v.page.locator(f'script[type="{WIDGET_VIEW}"]')
-        n_views = views.count()
-        # the manager puts one drawn widget right before each view script
-        v.page.wait_for_function(
-            "n => document.querySelectorAll('.widget-subarea').length >= n", arg=n_views, timeout=15000)
-        drawn = v.page.evaluate(f"""() => Array.from(
-            document.querySelectorAll('script[type="{WIDGET_VIEW}"]'),
-            s => {{
-                let n = 0, el = s.previousElementSibling;
-                while (el && el.classList.contains('widget-subarea')) {{ n++; el = el.previousElementSibling; }}
-                const area = s.previousElementSibling;
-                return [n, area ? area.querySelectorAll('.jupyter-widgets').length : 0];
-            }})""")
-        assert all(n == 1 for n, _ in drawn), f"{page}: drawn copies per widget {drawn}"
-        assert all(parts > 0 for _, parts in drawn), f"{page}: a widget area is empty {drawn}"
-        assert v.page.locator(".widget-subarea").count() == n_views, page
-        assert v.page.locator(".widget-slider, .widget-hslider").count() >= 1, page
-        assert not v.problems, "\n".join(v.problems)
+def test_no_page_scrolls_sideways_on_a_phone(browser, server, site, pages):
+    """At 390 px (a phone) no page is wider than the screen; wide tables scroll in their own box."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+    try:
+        page = context.new_page()
+        too_wide = []
+        for path in pages:
+            if 'http-equiv="refresh"' in (site / path).read_text(encoding="utf-8").lower():
+                continue  # the root index.html only redirects to the landing page
+            page.goto(f"{server}/{path}", wait_until="load")
+            width = page.evaluate("document.documentElement.scrollWidth")
+            if width > 390:
+                culprits = page.evaluate("""() => Array.from(document.querySelectorAll('.bd-article *'))
+                    .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('.pst-scrollable-table-container, .roofline-table-scroll, pre, .highlight, mjx-container, .MathJax, .cell_output'))
+                    .slice(0, 3).map(e => e.tagName + '.' + e.className)""")
+                too_wide.append(f"{path}: {width} px wide ({culprits})")
+            if path == CHAPTER_1:
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SHOTS / "chapter-01-390px.png"))
+        assert not too_wide, "\n".join(too_wide)
+    finally:
+        context.close()
+
+
+def test_the_hardware_table_scrolls_in_its_box_with_the_gpu_names_in_view(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/book/hardware.html", wait_until="load")
+        table = page.locator(".bd-article table").first
+        box = table.locator("xpath=..")
+        info = box.evaluate("""b => ({overflow: getComputedStyle(b).overflowX, client: b.clientWidth,
+                                      scroll: b.scrollWidth, page: document.documentElement.scrollWidth,
+                                      viewport: window.innerWidth})""")
+        assert info["overflow"] in ("auto", "scroll"), info
+        assert info["page"] <= info["viewport"], info  # the page itself never scrolls sideways
+        first = table.locator("tbody tr td").first
+        assert first.evaluate("e => getComputedStyle(e).position") == "sticky"
+        if info["scroll"] > info["client"]:  # too wide for the column: scroll it, the names stay put
+            left = first.bounding_box()["x"]
+            box.evaluate("b => { b.scrollLeft = b.scrollWidth; }")
+            assert abs(first.bounding_box()["x"] - left) < 1, "the GPU name column scrolled away"
+            last = table.locator("thead th").last
+            assert last.bounding_box()["x"] + last.bounding_box()["width"] <= info["viewport"] + 1
+    finally:
+        context.close()
 
 
 def test_math_is_typeset_by_the_vendored_mathjax(visit):
@@ -530,6 +572,24 @@ def test_flops_explorer_updates_when_its_sliders_move(visit):
     assert scores.get_attribute("data-share") is not None
     assert explorer.locator("rect.roofline-explorer__bar").count() == 4
     assert not v.problems, "\n".join(v.problems)
+
+
+def test_search_from_disk_lists_results_and_says_snippets_need_make_serve(browser, site):
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        errors = []
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((site / "search.html").resolve().as_uri() + "?q=ridge", wait_until="load")
+        results = page.locator("#search-results ul.search li")
+        results.first.wait_for(timeout=15000)
+        assert any("speed limits" in t.lower() for t in results.all_inner_texts())
+        assert "make serve" in page.locator(".roofline-search-note").inner_text()
+        page.wait_for_timeout(500)
+        assert not errors, errors  # no CORS error per result: no snippet is fetched from disk
+    finally:
+        context.close()
 
 
 def test_search_returns_results(visit):

@@ -11,8 +11,10 @@
     if (!form || document.querySelector(".roofline-search-note")) return;
     const p = document.createElement("p");
     p.className = "roofline-search-note";
-    p.textContent = "This copy of the site was opened from disk, so results are listed without " +
-      "snippets. For snippets, serve it: run `make serve` and open http://127.0.0.1:8000.";
+    const code = document.createElement("code");
+    code.textContent = "make serve";
+    p.append("This copy of the site was opened from disk, so results are listed without snippets. " +
+      "For snippets, serve it: run ", code, " and open http://127.0.0.1:8000.");
     form.parentNode.insertBefore(p, form);
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", note);
