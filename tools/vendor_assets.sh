@@ -5,15 +5,12 @@
 # committed under book/_extra/vendor/, so building the book never does. Run it to move to a new
 # version: change the pins below, run it, rebuild, run the site test, commit the result.
 #
-#   @jupyter-widgets/html-manager  standalone embed.js (draws ipywidgets from their saved state)
-#                                  and the Font Awesome files its CSS points to
-#   mathjax                        the tex-mml-chtml bundle Sphinx uses, its CHTML fonts and the
-#                                  TeX extensions it loads on demand
+#   mathjax   the tex-mml-chtml bundle Sphinx uses, its CHTML fonts and the TeX extensions it
+#             loads on demand
+# (No widget manager: the site shows ipywidgets explorers as still figures; see _config.yml.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-HTML_MANAGER="@jupyter-widgets/html-manager@1.0.15"
-HTML_MANAGER_SHA512="sha512-5thBIV6ymNgmPVOHvzx+gGy8ZSKmSazhtGw4/c4xJDVzRhG9PTeQsRjF3FUTopvFi//SABeNz1yp47bCrJ3CQA=="
 MATHJAX="mathjax@3.2.2"
 MATHJAX_SHA512="sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw=="
 DEST=book/_extra/vendor
@@ -38,17 +35,10 @@ fetch() {
     echo "fetched $spec ($integrity)"
 }
 
-fetch "$HTML_MANAGER" "$HTML_MANAGER_SHA512" html-manager
 fetch "$MATHJAX" "$MATHJAX_SHA512" mathjax
 
-rm -rf "$DEST/html-manager" "$DEST/mathjax"
-mkdir -p "$DEST/html-manager" "$DEST/mathjax"
-
-src=$work/html-manager/package
-# embed.js finds its fonts next to itself (webpack's automatic public path from the script's src).
-cp "$src/package.json" "$src/dist/embed.js" "$src/dist/embed.js.LICENSE.txt" "$DEST/html-manager/"
-cp "$src"/dist/*.woff2 "$src"/dist/*.woff "$src"/dist/*.ttf "$src"/dist/*.eot "$src"/dist/*.svg \
-    "$DEST/html-manager/"
+rm -rf "$DEST/mathjax"
+mkdir -p "$DEST/mathjax"
 
 src=$work/mathjax/package
 cp "$src/package.json" "$src/LICENSE" "$src/es5/tex-mml-chtml.js" "$DEST/mathjax/"
@@ -56,4 +46,4 @@ mkdir -p "$DEST/mathjax/output/chtml/fonts" "$DEST/mathjax/input/tex"
 cp -r "$src/es5/output/chtml/fonts/woff-v2" "$DEST/mathjax/output/chtml/fonts/"
 cp -r "$src/es5/input/tex/extensions" "$DEST/mathjax/input/tex/"
 
-du -sh "$DEST/html-manager" "$DEST/mathjax"
+du -sh "$DEST/mathjax"
