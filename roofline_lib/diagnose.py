@@ -1040,9 +1040,10 @@ def plot_triage(diagnosis: Diagnosis | None = None):
     Each box is a rule's question, each arrow its yes/no answer, each leaf a pile -- read from the
     same rules :func:`diagnose` walks. Given a ``diagnosis``, each leaf shows its share of time.
     """
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: no global figure left open
 
-    fig, ax = plt.subplots(figsize=(9.5, 7.2))
+    fig = Figure(figsize=(9.5, 6.2))
+    ax = fig.add_subplot()
     ax.set_axis_off()
     n = len(TRIAGE_RULES)
     colors = {"compute": "#f4a582", "memory": "#92c5de", "overhead": "#d9d9d9", "unclassified": "#ffffbf"}
@@ -1096,7 +1097,7 @@ def plot_triage(diagnosis: Diagnosis | None = None):
         bbox=dict(boxstyle="round,pad=0.4", fc="#e5f5e0", ec="black"),
     )
     ax.set_xlim(0, 1.05)
-    ax.set_ylim(-0.1, 1.08)
+    ax.set_ylim(0.02, 1.08)
     fig.tight_layout()
     return fig
 
