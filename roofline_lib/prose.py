@@ -34,6 +34,7 @@ both renderers as a Python literal, with escapes where it holds quotes or backsl
 that was never set, or a spec that does not fit the value, raises, so the strict build fails
 and JupyterLab shows the error in place of the number.
 """
+
 from __future__ import annotations
 
 import difflib

@@ -1,4 +1,5 @@
 """tools/glue_to_eval.py: glue roles and figures become {eval} roles and cell outputs, safely."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -63,8 +64,10 @@ def test_roles_calls_and_import_are_rewritten_and_nothing_else():
     assert "from roofline_lib.prose import Prose\nprose = Prose()\n" in out
     assert 'prose("ridge", ridge)\n' in out
     assert 'prose("name",\n     rl.gpu("A100").name)\n' in out  # a call over two lines keeps its shape
-    assert ('The {eval}`prose["name"]` ridge is {eval}`prose["ridge:.0f"]` (or '
-            '{eval}`prose["ridge:.1f"]`), {eval}`prose["ridge:,.0f"]`.') in out
+    assert (
+        'The {eval}`prose["name"]` ridge is {eval}`prose["ridge:.0f"]` (or '
+        '{eval}`prose["ridge:.1f"]`), {eval}`prose["ridge:,.0f"]`.'
+    ) in out
     # a hidden cell that sets values runs in order: remove-cell would delay it past the roles
     assert ":tags: [remove-input, remove-output]\n" in out and "remove-cell" not in out
     # every other line is untouched: 4 glue lines, the import and the tags changed (+ `prose = Prose()`)
@@ -134,8 +137,7 @@ def test_a_glued_figure_becomes_the_output_of_its_own_cell():
     assert meta["tags"] == ["remove-input"]  # remove-cell would hide the figure too
     assert meta["mystnb"]["image"] == {"alt": "A line that rises."}
     assert meta["mystnb"]["figure"]["name"] == "fig-a"
-    assert meta["mystnb"]["figure"]["caption"] == (
-        'The caption, over\ntwo lines, quoting {eval}`prose["fig_a_alt"]`.')
+    assert meta["mystnb"]["figure"]["caption"] == ('The caption, over\ntwo lines, quoting {eval}`prose["fig_a_alt"]`.')
     prose_md = "".join(c.source for c in cells if c.cell_type == "markdown")
     assert "Text after the figure." in prose_md and "The caption" not in prose_md
 
@@ -148,14 +150,17 @@ def test_a_figure_cell_with_yaml_metadata_keeps_it():
     assert meta["tags"] == ["hide-input"] and meta["other"] == 1 and "figure" in meta["mystnb"]
 
 
-@pytest.mark.parametrize("old, new, message", [
-    ('glue("ridge", ridge, display=False)', 'glue("ridge", ridge)', "display=False"),
-    ('glue("ridge", ridge, display=False)', 'f = glue', "used without being called"),
-    ("from myst_nb import glue", "from myst_nb import glue, glue_text", "only `from myst_nb import glue`"),
-    ("{glue:text}`ridge:.0f`", "{glue:md}`ridge`", "glue:md"),
-    ("{glue:text}`ridge:.0f`", '{glue:text}`ridge:"x"`', "without quotes"),
-    ("ridge = rl.ridge_point", "prose = 1\nridge = rl.ridge_point", "already uses the name `prose`"),
-])
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ('glue("ridge", ridge, display=False)', 'glue("ridge", ridge)', "display=False"),
+        ('glue("ridge", ridge, display=False)', "f = glue", "used without being called"),
+        ("from myst_nb import glue", "from myst_nb import glue, glue_text", "only `from myst_nb import glue`"),
+        ("{glue:text}`ridge:.0f`", "{glue:md}`ridge`", "glue:md"),
+        ("{glue:text}`ridge:.0f`", '{glue:text}`ridge:"x"`', "without quotes"),
+        ("ridge = rl.ridge_point", "prose = 1\nridge = rl.ridge_point", "already uses the name `prose`"),
+    ],
+)
 def test_what_cannot_be_converted_safely_is_refused(old, new, message):
     text = SIMPLE.replace(old, new, 1)
     assert text != SIMPLE
@@ -172,8 +177,10 @@ def test_a_value_quoted_before_the_cell_that_sets_it_is_refused():
 
 
 def test_keys_computed_in_a_loop_are_trusted_after_the_loop():
-    text = SIMPLE.replace('glue("ridge", ridge, display=False)',
-                          'for k in ("a", "b"):\n    glue(f"tok_{k}", 1.0, display=False)\nglue("ridge", ridge, display=False)')
+    text = SIMPLE.replace(
+        'glue("ridge", ridge, display=False)',
+        'for k in ("a", "b"):\n    glue(f"tok_{k}", 1.0, display=False)\nglue("ridge", ridge, display=False)',
+    )
     out = g2e.convert_text(text + "\nTokens {glue:text}`tok_a:.0f`.\n")
     assert 'prose(f"tok_{k}", 1.0)' in out and '{eval}`prose["tok_a:.0f"]`' in out
 

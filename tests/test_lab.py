@@ -15,6 +15,7 @@ with the settings ``make install`` puts in the environment (``lab/overrides.json
 The server is stopped by its process id. Screenshots of chapter 1 before and after Run All land
 in ``_build/screenshots/``.
 """
+
 from __future__ import annotations
 
 import os
@@ -78,16 +79,36 @@ def lab(tmp_path_factory):
     tracker = home / "user-settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
     tracker.write_text('{"windowingMode": "none"}')
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-               JUPYTERLAB_SETTINGS_DIR=str(home / "user-settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), PYTHONUNBUFFERED="1")
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(home / "user-settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+        PYTHONUNBUFFERED="1",
+    )
     port, token = _free_port(), secrets.token_hex(16)
     log = open(home / "lab.log", "w")
     proc = subprocess.Popen(
-        [str(JUPYTER), "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         "--ServerApp.port_retries=0", "--LabApp.news_url=", "--ServerApp.open_browser=False"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            str(JUPYTER),
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            "--ServerApp.port_retries=0",
+            "--LabApp.news_url=",
+            "--ServerApp.open_browser=False",
+        ],
+        cwd=root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -118,8 +139,11 @@ def browser():
 
     pw = sync_playwright().start()
     try:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                      args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+        chromium = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
+        )
         yield chromium
         chromium.close()
     finally:
@@ -144,14 +168,18 @@ class Notebook:
         self.panel = self.page.locator(".jp-NotebookPanel").first
         # Lab adds the cells in batches; wait for all of them (as many as jupytext reads)
         self.n_cells = len(jupytext.read(lab["root"] / path).cells)
-        self.page.wait_for_function("n => document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length >= n",
-                                    arg=self.n_cells, timeout=60_000)
+        self.page.wait_for_function(
+            "n => document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length >= n", arg=self.n_cells, timeout=60_000
+        )
         # the kernel is up when the toolbar names it and its status says idle
-        self.page.wait_for_function("""() => {
+        self.page.wait_for_function(
+            """() => {
             const name = document.querySelector('.jp-NotebookPanel .jp-KernelName');
             const state = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');
             return name && /Python/.test(name.textContent) && state && state.dataset.status === 'idle';
-        }""", timeout=60_000)
+        }""",
+            timeout=60_000,
+        )
 
     def run_all(self, timeout_s: float = 90) -> None:
         self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
@@ -171,8 +199,9 @@ class Notebook:
 
     def prose(self) -> str:
         """The text of every rendered Markdown cell, in order."""
-        return "\n".join(self.panel.locator(".jp-MarkdownCell .myst").evaluate_all(
-            "els => els.map(e => e.textContent)"))  # textContent: closed dropdowns count too
+        return "\n".join(
+            self.panel.locator(".jp-MarkdownCell .myst").evaluate_all("els => els.map(e => e.textContent)")
+        )  # textContent: closed dropdowns count too
 
     def wait_for_prose(self, timeout_s: float = 30) -> str:
         """The prose once Lab has evaluated every {eval} role (they fill in after the cells run)."""
@@ -198,8 +227,11 @@ def chapter(browser, lab):
     nb = Notebook(browser, lab, CHAPTER)
     SHOTS.mkdir(parents=True, exist_ok=True)
     n_markdown = nb.panel.locator(".jp-MarkdownCell").count()
-    nb.page.wait_for_function("n => document.querySelectorAll('.jp-NotebookPanel .jp-MarkdownCell .myst').length >= n",
-                              arg=n_markdown, timeout=30_000)
+    nb.page.wait_for_function(
+        "n => document.querySelectorAll('.jp-NotebookPanel .jp-MarkdownCell .myst').length >= n",
+        arg=n_markdown,
+        timeout=30_000,
+    )
     nb.shot("lab-chapter-01-before.png")
     start = time.monotonic()
     nb.run_all()
@@ -231,8 +263,9 @@ def test_a_url_opens_the_md_file_as_a_notebook_with_a_kernel(browser, lab, path)
 
 
 def _assert_clean(nb: Notebook, path: str) -> None:
-    errors = nb.panel.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"], '
-                              f".jp-OutputArea-output{STDERR}")
+    errors = nb.panel.locator(
+        f'.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"], .jp-OutputArea-output{STDERR}'
+    )
     shown = errors.all_inner_texts()
     assert not shown, f"{path}: error or stderr output after Run All:\n" + "\n---\n".join(shown)
     text = nb.wait_for_prose()

@@ -1,4 +1,5 @@
 """roofline_lib.prose: the values a chapter's text quotes, shown the same by myst-nb and JupyterLab."""
+
 from __future__ import annotations
 
 import pytest

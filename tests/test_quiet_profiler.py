@@ -1,4 +1,5 @@
 """diagnose.quiet_profiler_log: the profiler's start/stop lines stay out of a notebook's stderr."""
+
 from __future__ import annotations
 
 import subprocess
@@ -12,8 +13,9 @@ pytest.importorskip("torch")
 
 def _stderr_of(code: str) -> str:
     """Run code in a fresh interpreter (kineto writes to file descriptor 2, below sys.stderr)."""
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=240, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=240, check=True
+    )
     return done.stderr
 
 

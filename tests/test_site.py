@@ -10,6 +10,7 @@ This module builds nothing. ``make test`` builds the book, then runs it with
 ``ROOFLINE_SITE_REQUIRED=1``; run alone without a built site it skips and says why.
 Screenshots of the landing page and chapter 1 land in ``_build/screenshots/``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -58,15 +59,19 @@ def site() -> Path:
     if (SITE / "index.html").exists():
         return SITE
     if os.environ.get("ROOFLINE_SITE_REQUIRED"):
-        pytest.fail(f"no built site at {SITE}: `make test` builds the book before this test; "
-                    "the build must have failed")
-    pytest.skip("no built site in _build/html; run `make book` first (`make test` builds it and "
-                "sets ROOFLINE_SITE_REQUIRED so that this test cannot be skipped there)")
+        pytest.fail(
+            f"no built site at {SITE}: `make test` builds the book before this test; the build must have failed"
+        )
+    pytest.skip(
+        "no built site in _build/html; run `make book` first (`make test` builds it and "
+        "sets ROOFLINE_SITE_REQUIRED so that this test cannot be skipped there)"
+    )
 
 
 def _pages(site: Path) -> list[str]:
-    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
-                  if p.relative_to(site).parts[0] not in NOT_PAGES)
+    return sorted(
+        p.relative_to(site).as_posix() for p in site.rglob("*.html") if p.relative_to(site).parts[0] not in NOT_PAGES
+    )
 
 
 @pytest.fixture(scope="module")
@@ -165,8 +170,17 @@ def visit(browser, server):
 class _Assets(HTMLParser):
     """Collect what a page makes the browser load (not what it merely links to) and its images."""
 
-    LOADS = {"script": "src", "img": "src", "iframe": "src", "embed": "src", "source": "src",
-             "audio": "src", "video": "src", "object": "data", "track": "src"}
+    LOADS = {
+        "script": "src",
+        "img": "src",
+        "iframe": "src",
+        "embed": "src",
+        "source": "src",
+        "audio": "src",
+        "video": "src",
+        "object": "data",
+        "track": "src",
+    }
 
     def __init__(self):
         super().__init__()
@@ -181,8 +195,16 @@ class _Assets(HTMLParser):
             self.loads.append(a[self.LOADS[tag]])
         if tag == "img":
             self.images.append(a)
-        if tag == "link" and (a.get("rel") or "") not in ("canonical", "alternate", "index", "search",
-                                                         "next", "prev", "author", "license"):
+        if tag == "link" and (a.get("rel") or "") not in (
+            "canonical",
+            "alternate",
+            "index",
+            "search",
+            "next",
+            "prev",
+            "author",
+            "license",
+        ):
             self.loads.append(a.get("href") or "")
         if a.get("style"):
             self.styles.append(a["style"])
@@ -228,8 +250,10 @@ def test_no_page_shows_a_widget_that_cannot_work(site, pages):
 
 
 def test_each_frozen_explorer_is_a_figure_that_says_where_it_is_live(site, pages):
-    snapshot = re.compile(r'<figure class="roofline-snapshot"><img src="data:image/png;base64,[^"]+" '
-                          r'alt="([^"]+)"><figcaption>([^<]*(?:<code>[^<]*</code>[^<]*)*)</figcaption>')
+    snapshot = re.compile(
+        r'<figure class="roofline-snapshot"><img src="data:image/png;base64,[^"]+" '
+        r'alt="([^"]+)"><figcaption>([^<]*(?:<code>[^<]*</code>[^<]*)*)</figcaption>'
+    )
     found = {}
     for page in pages:
         shots = snapshot.findall((site / page).read_text(encoding="utf-8"))
@@ -255,8 +279,10 @@ def test_figures_carry_alt_text(site, pages):
             alt, src = (img.get("alt") or "").strip(), img.get("src") or ""
             if not alt or alt == src or Path(alt).name == Path(src).name:
                 missing.append(f"{page}: <img src={src!r} alt={alt!r}>")
-    assert not missing, "figures without alt text (set it in the cell's `mystnb: image: alt:` " \
-                        "metadata or the figure's :alt: option):\n" + "\n".join(missing)
+    assert not missing, (
+        "figures without alt text (set it in the cell's `mystnb: image: alt:` "
+        "metadata or the figure's :alt: option):\n" + "\n".join(missing)
+    )
 
 
 def test_landing_page_says_what_the_course_is_and_where_numbers_come_from(site):
@@ -361,8 +387,10 @@ def _check_prefixed(text: str, unit: str, expected: float) -> None:
 
 
 def _readouts(explorer) -> dict:
-    return {dd.get_attribute("data-quantity"): (dd.get_attribute("data-value"), dd.inner_text())
-            for dd in explorer.locator("dd").all()}
+    return {
+        dd.get_attribute("data-quantity"): (dd.get_attribute("data-value"), dd.inner_text())
+        for dd in explorer.locator("dd").all()
+    }
 
 
 def _int_attr(explorer, name: str, default: int) -> int:
@@ -378,9 +406,14 @@ def _check_flop_shares(explorer) -> dict:
     ratio = float(explorer.get_attribute("data-ffn-ratio") or 4)
     d_ff = max(1, round(ratio * d_model))  # what widgets.flop_share_explorer uses
     f = rl.transformer_flops_per_token(
-        d_model, d_ff, _int_attr(explorer, "data-n-layers", 32), seq_len,
-        _int_attr(explorer, "data-vocab", 32000), gated=explorer.get_attribute("data-gated") == "true",
-        causal=explorer.get_attribute("data-causal") != "false")
+        d_model,
+        d_ff,
+        _int_attr(explorer, "data-n-layers", 32),
+        seq_len,
+        _int_attr(explorer, "data-vocab", 32000),
+        gated=explorer.get_attribute("data-gated") == "true",
+        causal=explorer.get_attribute("data-causal") != "false",
+    )
     assert int(shown["d_ff"][0]) == d_ff
     assert int(shown["fwd_per_token"][0]) == f.fwd_per_token
     _check_prefixed(shown["fwd_per_token"][1], "FLOP", f.fwd_per_token)
@@ -399,8 +432,11 @@ def _check_mfu(explorer, spec, precision: str) -> dict:
     n_gpus = int(explorer.get_attribute("data-current-n-gpus"))
     n_params = float(explorer.get_attribute("data-n-params") or 7e9)
     convention = explorer.get_attribute("data-convention") or "6N"
-    shape = {k: int(explorer.get_attribute(f"data-{k.replace('_', '-')}"))
-             for k in ("n_layers", "d_model", "seq_len") if explorer.get_attribute(f"data-{k.replace('_', '-')}")}
+    shape = {
+        k: int(explorer.get_attribute(f"data-{k.replace('_', '-')}"))
+        for k in ("n_layers", "d_model", "seq_len")
+        if explorer.get_attribute(f"data-{k.replace('_', '-')}")
+    }
     per_token = rl.training_flops_per_token(n_params, convention=convention, **shape)
     expected = {
         "flops_per_token": (per_token, "FLOP"),
@@ -428,16 +464,24 @@ def _check_mfu(explorer, spec, precision: str) -> dict:
 def _check_comms(explorer) -> dict:
     """The comms mode against rl.collective_cost and rl.latency_crossover_bytes at its current values."""
     shown = _readouts(explorer)
-    args = (explorer.get_attribute("data-current-collective"), float(explorer.get_attribute("data-current-message-bytes")),
-            int(explorer.get_attribute("data-current-n-ranks")), float(explorer.get_attribute("data-alpha-seconds") or 5e-6),
-            explorer.get_attribute("data-current-link"))
+    args = (
+        explorer.get_attribute("data-current-collective"),
+        float(explorer.get_attribute("data-current-message-bytes")),
+        int(explorer.get_attribute("data-current-n-ranks")),
+        float(explorer.get_attribute("data-alpha-seconds") or 5e-6),
+        explorer.get_attribute("data-current-link"),
+    )
     algorithm = explorer.get_attribute("data-current-algorithm")
     cost = rl.collective_cost(*args, algorithm=algorithm)
     crossover = rl.latency_crossover_bytes(args[0], args[2], args[3], args[4], algorithm)
-    for name, value in (("seconds", cost.seconds), ("latency_share", cost.latency_share),
-                        ("algorithm_bytes_per_s", cost.algorithm_bytes_per_s),
-                        ("bus_bytes_per_s", cost.bus_bytes_per_s), ("crossover_bytes", crossover),
-                        ("bytes_per_s", cost.bytes_per_s)):
+    for name, value in (
+        ("seconds", cost.seconds),
+        ("latency_share", cost.latency_share),
+        ("algorithm_bytes_per_s", cost.algorithm_bytes_per_s),
+        ("bus_bytes_per_s", cost.bus_bytes_per_s),
+        ("crossover_bytes", crossover),
+        ("bytes_per_s", cost.bytes_per_s),
+    ):
         assert math.isclose(float(shown[name][0]), value, rel_tol=1e-12), (name, shown[name], value)
     _check_prefixed(shown["crossover_bytes"][1], "B", crossover)
     assert _sig3_close(_leading_number(shown["bus_bytes_per_s"][1]), cost.bus_bytes_per_s / 1e9)
@@ -461,10 +505,11 @@ def _check_explorer(explorer) -> dict:
     shown = _readouts(explorer)
     if mode == "decode":
         choice = explorer.locator("select[name=n_params]").input_value()  # "7e9" or "model:<key>"
-        model = rl.model_config(choice[len("model:"):]) if choice.startswith("model:") else float(choice)
+        model = rl.model_config(choice[len("model:") :]) if choice.startswith("model:") else float(choice)
         batch = int(explorer.locator("output").inner_text())
-        d = rl.decode_roofline(model, gpu, bytes_per_param=rl.bytes_per_element(precision),
-                               precision=precision, batch=batch)
+        d = rl.decode_roofline(
+            model, gpu, bytes_per_param=rl.bytes_per_element(precision), precision=precision, batch=batch
+        )
         expected = {
             "weight_bytes": (d.weight_bytes, 1e9),  # shown in GB
             "memory_seconds": (d.memory_seconds, 1e-3),  # shown in ms

@@ -1,4 +1,5 @@
 """widgets.Explorer on a page with no kernel: a still figure with alt text, and where it is live."""
+
 from __future__ import annotations
 
 import base64

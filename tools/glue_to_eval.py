@@ -20,6 +20,7 @@ value, a ``glue`` used other than by calling it, another glue role or directive,
 with a quote or backslash, a figure directive away from its cell, a notebook that already uses
 the name ``prose``. A refused file is left untouched; convert those places by hand.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,7 +74,7 @@ def split_cells(text: str) -> list[Cell]:
             j += 1
         if j == len(lines):
             raise ConversionError(f"line {i + 1}: code cell never closed by {fence}")
-        inner = lines[i + 1:j]
+        inner = lines[i + 1 : j]
         n_header = 0
         if inner and inner[0].rstrip("\n") == "---":
             end = next((k for k in range(1, len(inner)) if inner[k].rstrip("\n") == "---"), None)
@@ -83,7 +84,7 @@ def split_cells(text: str) -> list[Cell]:
         else:
             while n_header < len(inner) and re.match(r"^:[\w-]+:", inner[n_header]):
                 n_header += 1
-        cells.append(Cell("code", lines[i:j + 1], i + 1, inner[:n_header], inner[n_header:]))
+        cells.append(Cell("code", lines[i : j + 1], i + 1, inner[:n_header], inner[n_header:]))
         i = j + 1
         md, md_start = [], i + 1
     if md:
@@ -100,20 +101,22 @@ def join_cells(cells: list[Cell]) -> str:
 
 def _masked(body: str) -> str:
     """The cell's source with IPython magics and shell escapes turned into comments of equal length."""
-    return "".join(("#" + line[1:]) if line.lstrip().startswith(("%", "!")) else line
-                   for line in body.splitlines(keepends=True))
+    return "".join(
+        ("#" + line[1:]) if line.lstrip().startswith(("%", "!")) else line for line in body.splitlines(keepends=True)
+    )
 
 
 def _offset(text: str, lineno: int, col: int) -> int:
     """Character offset of an ast (1-based line, 0-based UTF-8 column) position in ``text``."""
     lines = text.splitlines(keepends=True)
-    before = sum(len(line) for line in lines[:lineno - 1])
+    before = sum(len(line) for line in lines[: lineno - 1])
     return before + len(lines[lineno - 1].encode()[:col].decode())
 
 
 def _glue_calls(tree: ast.AST, where: str) -> list[ast.Call]:
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and n.func.id == "glue"]
+    calls = [
+        n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "glue"
+    ]
     called = {id(c.func) for c in calls}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == "glue" and id(node) not in called:
@@ -134,8 +137,7 @@ def _glue_import(tree: ast.AST, where: str) -> ast.ImportFrom | None:
         else:
             continue
         if touches and not exact:
-            raise ConversionError(f"{where}, line {node.lineno}: only `from myst_nb import glue` "
-                                  "can be converted")
+            raise ConversionError(f"{where}, line {node.lineno}: only `from myst_nb import glue` can be converted")
         if exact:
             found = node
     return found
@@ -164,37 +166,52 @@ def convert_code(body: str, where: str, figures: dict[str, str]) -> tuple[str, d
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement) character offsets
     shown: dict[str, str] = {}
     if imp is not None:
-        edits.append((_offset(masked, imp.lineno, imp.col_offset),
-                      _offset(masked, imp.end_lineno, imp.end_col_offset), IMPORT_NEW))
+        edits.append(
+            (
+                _offset(masked, imp.lineno, imp.col_offset),
+                _offset(masked, imp.end_lineno, imp.end_col_offset),
+                IMPORT_NEW,
+            )
+        )
     statements = {id(s.value): s for s in ast.walk(tree) if isinstance(s, ast.Expr)}
     for call in calls:
         kw = [(k.arg, k.value) for k in call.keywords]
-        if len(kw) != 1 or kw[0][0] != "display" or not (
-                isinstance(kw[0][1], ast.Constant) and kw[0][1].value is False):
+        if (
+            len(kw) != 1
+            or kw[0][0] != "display"
+            or not (isinstance(kw[0][1], ast.Constant) and kw[0][1].value is False)
+        ):
             raise ConversionError(
                 f"{where}, line {call.lineno}: only glue(key, value, display=False) can be converted "
-                "(a glue that displays its value shows output that prose() would not)")
+                "(a glue that displays its value shows output that prose() would not)"
+            )
         key = _key(call, where)
         if key is not None and key in figures:
             stmt = statements.get(id(call))
             if stmt is None:
-                raise ConversionError(f"{where}, line {call.lineno}: the figure {key!r} must be glued "
-                                      "by a statement of its own")
+                raise ConversionError(
+                    f"{where}, line {call.lineno}: the figure {key!r} must be glued by a statement of its own"
+                )
             shown[key] = ast.get_source_segment(masked, call.args[1])
             start = _offset(masked, stmt.lineno, 0)
-            end = _offset(masked, stmt.end_lineno + 1, 0) if stmt.end_lineno < len(
-                masked.splitlines()) else len(masked)
+            end = _offset(masked, stmt.end_lineno + 1, 0) if stmt.end_lineno < len(masked.splitlines()) else len(masked)
             line_text = masked[start:end]
             if line_text.strip() != ast.get_source_segment(masked, stmt).strip():
-                raise ConversionError(f"{where}, line {call.lineno}: the figure {key!r} must be glued "
-                                      "on lines of its own")
+                raise ConversionError(
+                    f"{where}, line {call.lineno}: the figure {key!r} must be glued on lines of its own"
+                )
             edits.append((start, end, ""))
             continue
         func = _offset(masked, call.func.lineno, call.func.col_offset)
         edits.append((func, func + len("glue"), "prose"))
         last_arg = call.args[-1]
-        edits.append((_offset(masked, last_arg.end_lineno, last_arg.end_col_offset),
-                      _offset(masked, kw[0][1].end_lineno, kw[0][1].end_col_offset), ""))
+        edits.append(
+            (
+                _offset(masked, last_arg.end_lineno, last_arg.end_col_offset),
+                _offset(masked, kw[0][1].end_lineno, kw[0][1].end_col_offset),
+                "",
+            )
+        )
     out = body
     for start, end, text in sorted(edits, reverse=True):
         out = out[:start] + text + out[end:]
@@ -209,14 +226,24 @@ def convert_code(body: str, where: str, figures: dict[str, str]) -> tuple[str, d
 def _verify(before: ast.AST, source: str, where: str) -> None:
     """The new source must parse, call prose where it called glue, and use glue nowhere."""
     after = ast.parse(_masked(source))
-    old = [ast.dump(c.args[0]) + ast.dump(c.args[1]) for c in ast.walk(before)
-           if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "glue"]
-    new = [ast.dump(c.args[0]) + ast.dump(c.args[1]) for c in ast.walk(after)
-           if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "prose"]
+    old = [
+        ast.dump(c.args[0]) + ast.dump(c.args[1])
+        for c in ast.walk(before)
+        if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "glue"
+    ]
+    new = [
+        ast.dump(c.args[0]) + ast.dump(c.args[1])
+        for c in ast.walk(after)
+        if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "prose"
+    ]
     leftover = [n.lineno for n in ast.walk(after) if isinstance(n, ast.Name) and n.id == "glue"]
-    if leftover or not set(new) <= set(old) or any(
-            isinstance(c, ast.Call) and getattr(c.func, "id", None) == "prose" and c.keywords
-            for c in ast.walk(after)):
+    if (
+        leftover
+        or not set(new) <= set(old)
+        or any(
+            isinstance(c, ast.Call) and getattr(c.func, "id", None) == "prose" and c.keywords for c in ast.walk(after)
+        )
+    ):
         raise ConversionError(f"{where}: the rewritten cell does not check out; convert it by hand")
 
 
@@ -229,8 +256,9 @@ def convert_roles(text: str, where: str) -> str:
         if kind not in (None, "text"):
             raise ConversionError(f"{where}: {{glue:{kind}}} cannot become plain text; convert it by hand")
         if not _REF.match(ref):
-            raise ConversionError(f"{where}: the glue reference {ref!r} is not key or key:spec "
-                                  "without quotes or backslashes")
+            raise ConversionError(
+                f"{where}: the glue reference {ref!r} is not key or key:spec without quotes or backslashes"
+            )
         return '{eval}`prose["' + ref + '"]`'
 
     return _ROLE.sub(one, text)
@@ -262,13 +290,14 @@ def take_figure(lines: list[str], where: str) -> tuple[FigureDirective, list[str
         j += 1
     unknown = set(options) - {"alt", "name"}
     if unknown:
-        raise ConversionError(f"{where}: the figure {key!r} has options {sorted(unknown)} the "
-                              "converter does not carry over")
+        raise ConversionError(
+            f"{where}: the figure {key!r} has options {sorted(unknown)} the converter does not carry over"
+        )
     end = next((k for k in range(j, len(lines)) if lines[k].rstrip("\n") == fence), None)
     if end is None:
         raise ConversionError(f"{where}: the figure {key!r} is never closed by {fence}")
     caption = "".join(lines[j:end]).strip("\n")
-    return FigureDirective(key, options.get("alt"), options.get("name"), caption), lines[end + 1:]
+    return FigureDirective(key, options.get("alt"), options.get("name"), caption), lines[end + 1 :]
 
 
 def _keep_in_order(header: list[str]) -> list[str]:
@@ -277,8 +306,10 @@ def _keep_in_order(header: list[str]) -> list[str]:
     myst-nb's inline execution skips a ``remove-cell`` cell until a later visible cell needs
     running, so an ``{eval}`` between the two would read a value that is not set yet.
     """
-    return [re.sub(r"\bremove-cell\b", "remove-input, remove-output", line)
-            if re.match(r"^(:tags:|tags:)", line) else line for line in header]
+    return [
+        re.sub(r"\bremove-cell\b", "remove-input, remove-output", line) if re.match(r"^(:tags:|tags:)", line) else line
+        for line in header
+    ]
 
 
 def _figure_header(header: list[str], fig: FigureDirective, where: str) -> list[str]:
@@ -299,10 +330,13 @@ def _figure_header(header: list[str], fig: FigureDirective, where: str) -> list[
     figure = {"caption": fig.caption}
     if fig.name:
         figure["name"] = fig.name
-    meta = {"mystnb": {"figure": figure, **({"image": {"alt": fig.alt}} if fig.alt else {})},
-            **{k: v for k, v in meta.items()}}
-    dumped = yaml.dump(meta, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=10**6,
-                       default_flow_style=None)
+    meta = {
+        "mystnb": {"figure": figure, **({"image": {"alt": fig.alt}} if fig.alt else {})},
+        **{k: v for k, v in meta.items()},
+    }
+    dumped = yaml.dump(
+        meta, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=10**6, default_flow_style=None
+    )
     return ["---\n", dumped, "---\n"]
 
 
@@ -342,13 +376,15 @@ def convert_text(text: str, name: str = "<notebook>") -> str:
             if _FIG_OPEN.match(line):
                 taken = take_figure(cell.lines, where)
                 if taken is None or idx == 0 or cells[idx - 1].kind != "code":
-                    raise ConversionError(f"{where}: a {{glue:figure}} must come right after the "
-                                          "code cell that glues it")
+                    raise ConversionError(
+                        f"{where}: a {{glue:figure}} must come right after the code cell that glues it"
+                    )
                 figures[taken[0].key] = taken[0]
     for cell in cells:
         if cell.kind == "code" and any(re.search(r"\bprose\b", line) for line in cell.body):
-            raise ConversionError(f"{name}, line {cell.start}: the notebook already uses the name "
-                                  "`prose`; convert it by hand")
+            raise ConversionError(
+                f"{name}, line {cell.start}: the notebook already uses the name `prose`; convert it by hand"
+            )
     out: list[Cell] = []
     for idx, cell in enumerate(cells):
         where = f"{name}, cell at line {cell.start}"
@@ -366,16 +402,19 @@ def convert_text(text: str, name: str = "<notebook>") -> str:
                 fig = figures.pop(key)
                 fig.caption = convert_roles(fig.caption, where)
                 header = _figure_header(header, fig, where)
-            out.append(Cell("code", [cell.lines[0], *header, *body.splitlines(keepends=True),
-                                     cell.lines[-1]], cell.start))
+            out.append(
+                Cell("code", [cell.lines[0], *header, *body.splitlines(keepends=True), cell.lines[-1]], cell.start)
+            )
         else:
             lines = cell.lines
             prev = out[-1] if out else None
             taken = take_figure(lines, where)
             if taken is not None:
                 if prev is None or prev.kind != "code" or taken[0].key in figures:
-                    raise ConversionError(f"{where}: the {{glue:figure}} {taken[0].key!r} has no glue "
-                                          "call in the code cell right before it")
+                    raise ConversionError(
+                        f"{where}: the {{glue:figure}} {taken[0].key!r} has no glue "
+                        "call in the code cell right before it"
+                    )
                 rest = taken[1]
                 while rest and not rest[0].strip():
                     rest = rest[1:]
@@ -430,7 +469,8 @@ def check_order(text: str, name: str = "<notebook>") -> None:
                     if key in later:
                         raise ConversionError(
                             f"{where}: {key!r} is quoted before the cell that sets it (line {later[key]}); "
-                            "{eval} reads values in order, so compute it in a cell above")
+                            "{eval} reads values in order, so compute it in a cell above"
+                        )
                     raise ConversionError(f"{where}: no cell sets {key!r}")
 
 

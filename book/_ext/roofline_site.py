@@ -19,6 +19,7 @@
 The vendored MathJax is wired up in ``_config.yml`` (``html_extra_path``, ``mathjax_path``); see
 ``book/_extra/vendor/README.md``.
 """
+
 from __future__ import annotations
 
 import os
