@@ -158,3 +158,13 @@ def test_every_chapter_and_exercise_passes_on_a_fake_h200(tmp_path):
     against_gpu = [e for e in judged if e["roofs"] == "cuda"]
     assert against_gpu == [], f"work judged against a GPU's measured roofs: {against_gpu}"
     assert all(e["timed_on"] in (None, e["roofs"]) for e in judged)
+
+
+def test_the_fake_moves_only_device_arguments():
+    x = torch.zeros(2)
+    with fake_cuda.patched():
+        assert x.new_full((2,), 3).tolist() == [3.0, 3.0]  # a positional 3 is a value, not a CUDA ordinal
+        assert x.to("cuda", torch.float16).dtype == torch.float16  # device moved to the CPU, dtype kept
+        assert x.to(torch.float64).dtype == torch.float64
+        assert torch.nn.Linear(2, 2).to("cuda").weight.device.type == "cpu"
+        assert x.cuda() is x

@@ -171,15 +171,7 @@ def _device_mode():
     import torch
     from torch.overrides import TorchFunctionMode
 
-    moves = {
-        torch.Tensor.to,
-        torch.Tensor.cuda,
-        torch.Tensor.new_empty,
-        torch.Tensor.new_zeros,
-        torch.Tensor.new_ones,
-        torch.Tensor.new_full,
-        torch.Tensor.new_tensor,
-    }
+    moves = {torch.Tensor.to, torch.Tensor.cuda}  # the calls that take a device positionally
 
     class CudaOnCpu(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
