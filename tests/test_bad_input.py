@@ -572,6 +572,14 @@ def test_bytes_and_seconds_in_the_wrong_units_are_refused():
         rl.kernel_verdict(1e9, 268, 90, "A100")
 
 
+def test_an_efficiency_below_one_in_a_million_is_a_unit_mistake():
+    # 1e3 FLOP over 1e6 bytes in 1 s on an A100: intensity 1e-3 FLOP/byte, ceiling
+    # 2.039e12 B/s * 1e-3 = 2.04e9 FLOP/s, achieved 1e3 FLOP/s: 4.9e-7 of the roof
+    with pytest.raises(ValueError, match="efficiency.*units"):
+        rl.kernel_verdict(1e3, 1e6, 1.0, "A100")
+    assert rl.kernel_verdict(1e3, 1e6, 0.1, "A100").efficiency == pytest.approx(4.9e-6, rel=1e-2)  # 10x faster: kept
+
+
 def test_a_model_of_70_parameters_is_refused():
     # 70 meant as 70e9 (billions)
     with pytest.raises(ValueError, match="n_params.*billion|n_params.*1,?000"):
