@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ._checks import _fraction, _model_params, _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
 from .ops import FLOP_PER_MAC, gemm
-from .roofline import ridge_point
+from .roofline import Roof, ridge_point
 from .transformer import TransformerConfig
 
 __all__ = [
@@ -273,7 +273,8 @@ def decode_roofline(n_params, gpu, bytes_per_param=2, precision=None, batch=1) -
 
     memory_seconds = weight_bytes / spec.hbm_bytes_per_s
     compute_seconds = flops_per_token * batch / peak
-    seconds_per_step = max(memory_seconds, compute_seconds)
+    roof = Roof(peak, spec.hbm_bytes_per_s, f"{spec.name} {precision}")
+    seconds_per_step = roof.seconds(flops_per_token * batch, weight_bytes)  # the larger of the two
     tokens_per_s = batch / seconds_per_step
     achieved = flops_per_token * tokens_per_s
 
@@ -669,7 +670,7 @@ def model_decode_ceiling(cfg, gpu, batch=1, context_len=None, bytes_per_param=2,
     flops = step.batch * decode_flops_per_token(cfg, context_len)
     memory_seconds = step.total / spec.hbm_bytes_per_s
     compute_seconds = flops / peak
-    seconds = max(memory_seconds, compute_seconds)
+    seconds = Roof(peak, spec.hbm_bytes_per_s, f"{spec.name} {precision}").seconds(flops, step.total)  # the larger
     stored = cfg.n_params() * float(bytes_per_param) + step.kv_cache
     warning = None
     if spec.hbm_capacity_bytes is None:
