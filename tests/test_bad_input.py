@@ -378,6 +378,11 @@ BAD: dict[str, tuple] = {
 #: Where a parameter legitimately accepts a value the generic list calls bad, and why.
 ACCEPTS: dict[tuple[str, str], str] = {
     ("rl.training_flops_per_token", "n_layers"): "ignored under the 6N convention; checked under 'three-term'",
+    # comms: a link is a LinkSpec, a link name, or a number (its one-direction bandwidth in bytes/s)
+    **{
+        (f"rl.{fn}", "link"): "a number is the link's bandwidth in bytes/s"
+        for fn in ("comms_verdict", "data_parallel_step", "network_ridge", "network_roof", "tensor_parallel_layer")
+    },
 }
 
 
@@ -491,11 +496,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("rl.collective_cost", "bytes_per_s"): "a string is read as a link name; the error names no parameter",
     ("rl.collective_seconds", "bytes_per_s"): "a string is read as a link name; the error names no parameter",
     ("rl.latency_crossover_bytes", "bytes_per_s"): "a string is read as a link name; the error names no parameter",
-    ("rl.comms_verdict", "link"): "an int is accepted as a link",
-    ("rl.data_parallel_step", "link"): "an int is accepted as a link",
-    ("rl.network_ridge", "link"): "an int is accepted as a link",
-    ("rl.network_roof", "link"): "an int is accepted as a link",
-    ("rl.tensor_parallel_layer", "link"): "an int is accepted as a link",
     ("rl.GPUSpec", "aliases"): "not checked to be a tuple of names",
     ("rl.GPUSpec", "memory_kind"): "not checked to be a name",
     ("rl.GPUSpec", "notes"): "not checked to be text",
