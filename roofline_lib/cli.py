@@ -302,6 +302,11 @@ def _cmd_grade(args) -> int:
 # --------------------------------------------------------------------------- parser
 
 
+def _subcommand(sub, name: str, help: str) -> argparse.ArgumentParser:
+    """One subcommand's parser, with the exit codes and examples in its --help."""
+    return sub.add_parser(name, help=help, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="roofline",
@@ -312,20 +317,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser(
-        "gpus",
-        help="list the GPU registry (dense datasheet peaks)",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = _subcommand(sub, "gpus", "list the GPU registry (dense datasheet peaks)")
     p.set_defaults(run=_cmd_gpus)
 
-    p = sub.add_parser(
-        "verdict",
-        help="place a measured kernel on a GPU's roofline",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = _subcommand(sub, "verdict", "place a measured kernel on a GPU's roofline")
     p.add_argument(
         "--flops", type=float, required=True, action=_Once, help="the kernel's FLOP (1 multiply-add = 2 FLOP)"
     )
@@ -340,12 +335,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", default="bf16", action=_Once, help="the compute precision (default bf16)")
     p.set_defaults(run=_cmd_verdict)
 
-    p = sub.add_parser(
-        "measure",
-        help="measure this machine's copy bandwidth and matmul throughput",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = _subcommand(sub, "measure", "measure this machine's copy bandwidth and matmul throughput")
     p.add_argument("--seconds", type=float, default=5.0, action=_Once, help="time budget in seconds (default 5)")
     p.add_argument(
         "--device", choices=("cpu", "cuda"), default="cpu", help="whose roofs: the CPU's (default) or the CUDA GPU's"
@@ -358,12 +348,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_cmd_measure)
 
-    p = sub.add_parser(
-        "plot",
-        help="draw a roofline to a PNG or SVG file",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = _subcommand(sub, "plot", "draw a roofline to a PNG or SVG file")
     p.add_argument("--gpu", action="append", help="a GPU to draw; repeat for several (default A100)")
     p.add_argument("--precision", action="append", help="a precision to draw; repeat for several (default bf16)")
     p.add_argument(
@@ -386,9 +371,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_cmd_plot)
 
-    p = sub.add_parser(
-        "grade", help="grade exercise answers", epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = _subcommand(sub, "grade", "grade exercise answers")
     p.add_argument("paths", nargs="*", metavar="PATH", help="one student's exercise notebooks to grade")
     p.add_argument("--submissions", metavar="DIR", help="grade a class: one folder or notebook per student in DIR")
     p.add_argument("--json", metavar="FILE", help="also write the per-part messages as JSON")
