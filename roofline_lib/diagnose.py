@@ -1120,7 +1120,13 @@ def measured_mfu(
     t = _positive(getattr(seconds, "median_s", seconds), "seconds", "seconds")
     if ceilings is None:
         raise TypeError("ceilings must be a MeasuredCeilings, a Roof, a GPUSpec or a GPU name, got None")
-    the_roof = _as_roof(ceilings, precision)
+    try:
+        the_roof = _as_roof(ceilings, precision)
+    except TypeError:
+        raise TypeError(
+            "ceilings must be a MeasuredCeilings, a Roof, a GPUSpec or a GPU name, "
+            f"got {type(ceilings).__name__} {ceilings!r}"
+        ) from None
     achieved = f / t
     check_plausible(achieved, 0.0, the_roof, tolerance=tolerance, what="the measured step")
     return achieved / the_roof.peak_flops_per_s

@@ -389,3 +389,12 @@ def test_diagnosing_a_profile_leaves_its_own_export_to_the_reader(tmp_path):
     D.diagnose(prof, roof=TOY)
     prof.export_chrome_trace(str(tmp_path / "mine.json"))  # kineto saves once: diagnose must not use it up
     assert (tmp_path / "mine.json").stat().st_size > 0
+
+
+def test_measured_mfu_names_its_parameters_when_refusing():
+    with pytest.raises(TypeError, match="ceilings must be a MeasuredCeilings"):
+        D.measured_mfu(1e9, 1.0, 42)
+    with pytest.raises(ValueError, match="model_flops must be a positive number of FLOP"):
+        D.measured_mfu(0, 1.0, TOY)
+    with pytest.raises(ValueError, match="has no fp8"):
+        D.measured_mfu(1e9, 1.0, "A100", precision="fp8")
