@@ -28,22 +28,23 @@ every ``from .x import`` in the package, including imports inside functions):
 
 Chapters call ``import roofline_lib as rl``.
 """
-from .hardware import *  # noqa: F401,F403
-from .hardware import __all__ as _hardware_all
-from .roofline import *  # noqa: F401,F403
-from .roofline import __all__ as _roofline_all
-from .ops import *  # noqa: F401,F403
-from .ops import __all__ as _ops_all
-from .transformer import *  # noqa: F401,F403
-from .transformer import __all__ as _transformer_all
-from .inference import *  # noqa: F401,F403
-from .inference import __all__ as _inference_all
-from .training import *  # noqa: F401,F403
-from .training import __all__ as _training_all
-from .interconnect import *  # noqa: F401,F403
-from .interconnect import __all__ as _interconnect_all
+
 from .comms import *  # noqa: F401,F403  (torch is imported only inside measure_collectives)
 from .comms import __all__ as _comms_all
+from .hardware import *  # noqa: F401,F403
+from .hardware import __all__ as _hardware_all
+from .inference import *  # noqa: F401,F403
+from .inference import __all__ as _inference_all
+from .interconnect import *  # noqa: F401,F403
+from .interconnect import __all__ as _interconnect_all
+from .ops import *  # noqa: F401,F403
+from .ops import __all__ as _ops_all
+from .roofline import *  # noqa: F401,F403
+from .roofline import __all__ as _roofline_all
+from .training import *  # noqa: F401,F403
+from .training import __all__ as _training_all
+from .transformer import *  # noqa: F401,F403
+from .transformer import __all__ as _transformer_all
 
 # audit (torch), measure, plots, widgets, diagnose, kernels, records, export and grading
 # are imported on demand:

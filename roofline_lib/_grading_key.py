@@ -13,6 +13,7 @@ Each part's judge returns a :class:`Verdict` with two messages:
   the wrong sign, a power of ten off (a unit slip), a known convention slip, or just "not
   right". It never says high or low, so re-submitting cannot bisect a number.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,20 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-__all__ = ["Exercise", "Part", "Probe", "Verdict", "EXERCISES", "PARTS", "parts_of", "plan_of",
-           "draw_probes", "judge", "PRACTICE_SEED", "WIDTHS"]
+__all__ = [
+    "Exercise",
+    "Part",
+    "Probe",
+    "Verdict",
+    "EXERCISES",
+    "PARTS",
+    "parts_of",
+    "plan_of",
+    "draw_probes",
+    "judge",
+    "PRACTICE_SEED",
+    "WIDTHS",
+]
 
 #: Seed of the probe inputs practice mode uses; the grader draws fresh ones every run.
 PRACTICE_SEED = 20240611
@@ -82,41 +95,60 @@ EXERCISES: dict[str, Exercise] = {
 # Typed inputs, the same numbers the exercise notebooks print.
 
 EX1 = dict(
-    fp32_flops_per_s=78e12, bf16_flops_per_s=900e12, hbm_bytes_per_s=4.0e12,  # "Kestrel K1"
-    flop=469_762_048, read_bytes=268_468_224, write_bytes=268_435_456, seconds=150e-6,
+    fp32_flops_per_s=78e12,
+    bf16_flops_per_s=900e12,
+    hbm_bytes_per_s=4.0e12,  # "Kestrel K1"
+    flop=469_762_048,
+    read_bytes=268_468_224,
+    write_bytes=268_435_456,
+    seconds=150e-6,
     rerun_seconds=110e-6,
 )
 EX2 = dict(p_bf16=1200e12, p_hbm=6.0e12, q_bf16=500e12, q_hbm=4.0e12, intensity=150.0)
 EX3 = dict(
-    hidden_size=8192, num_hidden_layers=80, intermediate_size=28672, num_attention_heads=64,
-    num_key_value_heads=8, head_dim=128, vocab_size=128256,
-    tokens=2e12, mfu=0.40, bytes_per_param=2,
-    bf16_flops_per_s=750e12, hbm_bytes_per_s=3.2e12, memory_bytes=64e9,  # "Kestrel K2"
+    hidden_size=8192,
+    num_hidden_layers=80,
+    intermediate_size=28672,
+    num_attention_heads=64,
+    num_key_value_heads=8,
+    head_dim=128,
+    vocab_size=128256,
+    tokens=2e12,
+    mfu=0.40,
+    bytes_per_param=2,
+    bf16_flops_per_s=750e12,
+    hbm_bytes_per_s=3.2e12,
+    memory_bytes=64e9,  # "Kestrel K2"
 )
 EX4 = dict(seq=8192, head_dim=128, bytes_per_elem=2, bf16_flops_per_s=300e12, hbm_bytes_per_s=2.0e12)
 _EX5_N = 8 * 2048 * 4096
 EX5 = dict(
-    flops=2 * _EX5_N, elems=2 * _EX5_N,
-    heron={"hbm_bytes_per_s": 3.0e12,
-           "peak_flops_per_s": {"fp32": 60e12, "bf16": 1000e12, "fp8": 2000e12}},
+    flops=2 * _EX5_N,
+    elems=2 * _EX5_N,
+    heron={"hbm_bytes_per_s": 3.0e12, "peak_flops_per_s": {"fp32": 60e12, "bf16": 1000e12, "fp8": 2000e12}},
     heron_seconds={"fp32": 190e-6, "bf16": 100e-6, "fp8": 55e-6},
     ibis={"hbm_bytes_per_s": 2.0e12, "peak_flops_per_s": {"fp32": 19.5e12, "bf16": 312e12}},
     ibis_copied_seconds={"fp32": 200e-6, "bf16": 100e-6, "fp8": 50e-6},
 )
 
 EX6 = dict(
-    n_params=8e9, grad_bytes_per_param=2, n_gpus=16, tokens_per_gpu=16384,
-    bf16_flops_per_s=750e12, mfu=0.45,  # "Kestrel K2", the MFU the run reaches
-    alpha_seconds=20e-6, link_bytes_per_s=50e9,  # one direction, per accelerator
-    n_gpus_large=128, global_tokens=262144,
+    n_params=8e9,
+    grad_bytes_per_param=2,
+    n_gpus=16,
+    tokens_per_gpu=16384,
+    bf16_flops_per_s=750e12,
+    mfu=0.45,  # "Kestrel K2", the MFU the run reaches
+    alpha_seconds=20e-6,
+    link_bytes_per_s=50e9,  # one direction, per accelerator
+    n_gpus_large=128,
+    global_tokens=262144,
 )
 #: The share of a step's compute under which a gradient all-reduce can run: the backward pass,
 #: 4 N of the 6 N FLOPs per token.
 BACKWARD_SHARE = 4 / 6
 
 #: Bytes per element of every number format the exercises' functions must handle.
-WIDTHS = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp6": 0.75,
-          "fp4": 0.5, "int4": 0.5}
+WIDTHS = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp6": 0.75, "fp4": 0.5, "int4": 0.5}
 
 
 # ============================================================================ reference maths
@@ -176,8 +208,9 @@ def _ex6_compute_seconds(tokens_per_gpu):
 
 
 def _ex6_comms_seconds(n):
-    return _ring_allreduce_seconds(EX6["n_params"] * EX6["grad_bytes_per_param"], n,
-                                   EX6["alpha_seconds"], EX6["link_bytes_per_s"])
+    return _ring_allreduce_seconds(
+        EX6["n_params"] * EX6["grad_bytes_per_param"], n, EX6["alpha_seconds"], EX6["link_bytes_per_s"]
+    )
 
 
 def _ex6_exposed(n, tokens_per_gpu):
@@ -187,6 +220,7 @@ def _ex6_exposed(n, tokens_per_gpu):
 
 def ref_step_seconds(n_params, tokens_per_gpu, n_gpus, accelerator, link):
     """EX6's function: one data-parallel step with its gradient all-reduce overlapped, or ValueError."""
+
     def positive(x, name):
         if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
             raise ValueError(f"{name} must be positive")
@@ -244,10 +278,14 @@ def ref_sweep(flops, elems, seconds_by_dtype, datasheet):
         ceiling = min(peaks[dtype], bw * intensity)
         if achieved > ceiling * (1 + 1e-9):
             raise ValueError(f"{dtype}: faster than the roof allows")
-        rows[dtype] = {"bytes_moved": bytes_moved, "intensity": intensity,
-                       "bound": "memory" if intensity < ridge else "compute",
-                       "achieved_flops_per_s": achieved, "ceiling_flops_per_s": ceiling,
-                       "efficiency": achieved / ceiling}
+        rows[dtype] = {
+            "bytes_moved": bytes_moved,
+            "intensity": intensity,
+            "bound": "memory" if intensity < ridge else "compute",
+            "achieved_flops_per_s": achieved,
+            "ceiling_flops_per_s": ceiling,
+            "efficiency": achieved / ceiling,
+        }
     return rows
 
 
@@ -266,8 +304,13 @@ def _number_of(entry: Mapping):
         return float(entry["value"]), None
     if kind == "number":
         return None, f"is {entry.get('nonfinite', 'not finite')}, not a finite number"
-    shown = {"bool": "a True/False", "str": "a string", "dict": "a dict", "list": "a list",
-             "function": "a function"}.get(kind, f"a {entry.get('type', kind)}")
+    shown = {
+        "bool": "a True/False",
+        "str": "a string",
+        "dict": "a dict",
+        "list": "a list",
+        "function": "a function",
+    }.get(kind, f"a {entry.get('type', kind)}")
     return None, f"should be a number, got {shown}"
 
 
@@ -286,12 +329,14 @@ def _describe_number_error(name, value, ref, unit, rel_tol, concept, traps):
             return (f"`{name}` is too {direction}: {trap_hint}", f"`{name}` is not right: {trap_hint}")
     ratio = value / ref
     k = round(math.log10(ratio))
-    if k != 0 and math.isclose(ratio, 10.0 ** k, rel_tol=rel_tol):
+    if k != 0 and math.isclose(ratio, 10.0**k, rel_tol=rel_tol):
         if unit == "fraction":
             msg = f"`{name}` is off by a factor of 10^{k}: give a fraction between 0 and 1, not a percentage."
         else:
-            msg = (f"`{name}` is off by a factor of 10^{k}: a unit slip. Give it in plain SI units "
-                   f"({unit}), without a kilo-, mega-, giga- or tera- prefix.")
+            msg = (
+                f"`{name}` is off by a factor of 10^{k}: a unit slip. Give it in plain SI units "
+                f"({unit}), without a kilo-, mega-, giga- or tera- prefix."
+            )
         return msg, msg
     direction = "high" if ratio > 1 else "low"
     if 0.5 <= ratio <= 2:
@@ -302,8 +347,9 @@ def _describe_number_error(name, value, ref, unit, rel_tol, concept, traps):
 
 
 def _not_attempted(name):
-    return Verdict("not attempted", f"`{name}` is still `...`: replace it with your answer.",
-                   f"`{name}` was not answered.")
+    return Verdict(
+        "not attempted", f"`{name}` is still `...`: replace it with your answer.", f"`{name}` was not answered."
+    )
 
 
 def number(name, reference, unit, concept, *, rel_tol=0.01, traps=()):
@@ -320,7 +366,8 @@ def number(name, reference, unit, concept, *, rel_tol=0.01, traps=()):
         if math.isclose(value, ref, rel_tol=rel_tol):
             return Verdict("correct")
         practice, submit = _describe_number_error(
-            name, value, ref, unit, rel_tol, concept, [(float(t()), h) for t, h in traps])
+            name, value, ref, unit, rel_tol, concept, [(float(t()), h) for t, h in traps]
+        )
         return Verdict("wrong", practice, submit)
 
     return judge_number
@@ -383,7 +430,8 @@ def dict_of_numbers(name, reference, unit, concept, *, rel_tol=0.01):
             return Verdict("wrong", msg, msg)
         for key, ref_value in ref.items():
             v = number(f"{name}[{key!r}]", lambda r=ref_value: r, unit, concept, rel_tol=rel_tol)(
-                {f"{name}[{key!r}]": items[key]}, {}, [])
+                {f"{name}[{key!r}]": items[key]}, {}, []
+            )
             if v.status != "correct":
                 return v
         return Verdict("correct")
@@ -404,8 +452,10 @@ def _compare_value(field, got, want, unit):
     if isinstance(want, str):
         if got.get("kind") == "str" and _norm(got.get("value")) == want:
             return None
-        return (f"'{field}' is not right (compare the intensity with the ridge of that dtype).",
-                f"'{field}' is not right.")
+        return (
+            f"'{field}' is not right (compare the intensity with the ridge of that dtype).",
+            f"'{field}' is not right.",
+        )
     value, why = _number_of(got)
     if why:
         return (f"'{field}' {why}.", f"'{field}' {why}.")
@@ -439,18 +489,29 @@ def function(name, reference, *, fields=None, units=None, concept=""):
                 continue
             if probe.kind == "refuse":
                 if "raised" not in outcome:
-                    failures.append((f"{call} returned a result; it must raise ValueError. {concept}",
-                                     "returned a result for an input it must refuse"))
+                    failures.append(
+                        (
+                            f"{call} returned a result; it must raise ValueError. {concept}",
+                            "returned a result for an input it must refuse",
+                        )
+                    )
                 elif not outcome.get("value_error"):
-                    failures.append((f"{call} raised {outcome.get('raised')}, not ValueError.",
-                                     "refused an input with an exception that is not a ValueError"))
+                    failures.append(
+                        (
+                            f"{call} raised {outcome.get('raised')}, not ValueError.",
+                            "refused an input with an exception that is not a ValueError",
+                        )
+                    )
                 continue
             if "raised" in outcome:
                 if outcome.get("raised") == "NotImplementedError":
-                    return Verdict("not attempted", f"`{name}` is not written yet.",
-                                   f"`{name}` was not written.")
-                failures.append((f"{call} raised {outcome.get('raised')}: {outcome.get('message', '')}; "
-                                 "it is a valid input.", "raised on a valid input"))
+                    return Verdict("not attempted", f"`{name}` is not written yet.", f"`{name}` was not written.")
+                failures.append(
+                    (
+                        f"{call} raised {outcome.get('raised')}: {outcome.get('message', '')}; it is a valid input.",
+                        "raised on a valid input",
+                    )
+                )
                 continue
             want = reference(*probe.args)
             got = outcome.get("returned", {})
@@ -476,8 +537,10 @@ def _compare_result(want, got, fields, units):
         return ("should return a dict of rows keyed by dtype.", "did not return a dict of rows")
     rows = got.get("items", {})
     if sorted(rows) != sorted(want):
-        return (f"returned rows for {sorted(rows)}, expected one row per dtype of seconds_by_dtype.",
-                "wrong set of rows")
+        return (
+            f"returned rows for {sorted(rows)}, expected one row per dtype of seconds_by_dtype.",
+            "wrong set of rows",
+        )
     for dtype, row in want.items():
         got_row = rows[dtype]
         if got_row.get("kind") != "dict":
@@ -504,8 +567,7 @@ def _category(submit_msg: str) -> str:
 
 def _datasheet(rng: random.Random, dtypes):
     bw = round(rng.uniform(1.0, 8.0), 2) * 1e12
-    return {"hbm_bytes_per_s": bw,
-            "peak_flops_per_s": {d: round(rng.uniform(15, 4000), 1) * 1e12 for d in dtypes}}
+    return {"hbm_bytes_per_s": bw, "peak_flops_per_s": {d: round(rng.uniform(15, 4000), 1) * 1e12 for d in dtypes}}
 
 
 def _dtypes(rng, k, *, unusual=False):
@@ -531,7 +593,9 @@ def _ceiling_probes(rng, *, refuse: bool):
         ds = _datasheet(rng, dtypes)
         probes.append(Probe("r0", "ceiling", (round(rng.uniform(1, 500), 2), ds, lacking), "refuse"))
         ds = _datasheet(rng, dtypes)
-        probes.append(Probe("r1", "ceiling", (rng.choice([0.0, -round(rng.uniform(1, 100), 1)]), ds, dtypes[0]), "refuse"))
+        probes.append(
+            Probe("r1", "ceiling", (rng.choice([0.0, -round(rng.uniform(1, 100), 1)]), ds, dtypes[0]), "refuse")
+        )
     return probes
 
 
@@ -571,7 +635,7 @@ def _sweep_probes(rng, *, refuse: str | None):
             probes.append(Probe(f"r{i}", "precision_sweep", (flops, elems, seconds, ds), "refuse"))
         dtypes = _dtypes(rng, 2)
         ds = _datasheet(rng, dtypes)
-        elems = 2 ** 22
+        elems = 2**22
         near = _sweep_times(rng, 2 * elems, elems, ds, dtypes, 1.005, 1.01)  # close to, not over, the roof
         probes.append(Probe("v-near-roof", "precision_sweep", (2 * elems, elems, near, ds), "valid"))
     return probes
@@ -580,19 +644,28 @@ def _sweep_probes(rng, *, refuse: str | None):
 def _step_probes(rng, *, refuse: bool):
     probes = []
     for i, n in enumerate([1, 2, rng.choice([8, 16]), rng.choice([64, 128]), rng.choice([512, 1024])]):
-        accelerator = {"bf16_flops_per_s": round(rng.uniform(100, 2500), 1) * 1e12,
-                       "mfu": round(rng.uniform(0.2, 0.6), 3)}
-        link = {"alpha_seconds": round(rng.uniform(1, 50), 2) * 1e-6,
-                "bytes_per_s": round(rng.uniform(10, 450), 1) * 1e9}
-        args = (rng.choice([1.3e9, 7e9, 13e9, 70e9]), rng.choice([1024, 4096, 16384, 65536]), n,
-                accelerator, link)
+        accelerator = {
+            "bf16_flops_per_s": round(rng.uniform(100, 2500), 1) * 1e12,
+            "mfu": round(rng.uniform(0.2, 0.6), 3),
+        }
+        link = {
+            "alpha_seconds": round(rng.uniform(1, 50), 2) * 1e-6,
+            "bytes_per_s": round(rng.uniform(10, 450), 1) * 1e9,
+        }
+        args = (rng.choice([1.3e9, 7e9, 13e9, 70e9]), rng.choice([1024, 4096, 16384, 65536]), n, accelerator, link)
         probes.append(Probe(f"v{i}", "step_seconds", args, "valid"))
     if refuse:
         base = probes[2].args
         probes.append(Probe("r0", "step_seconds", (base[0], base[1], 0, base[3], base[4]), "refuse"))
         probes.append(Probe("r1", "step_seconds", (base[0], -base[1], base[2], base[3], base[4]), "refuse"))
-        probes.append(Probe("r2", "step_seconds", (base[0], base[1], base[2],
-                                                   {**base[3], "mfu": round(rng.uniform(1.5, 40), 1)}, base[4]), "refuse"))
+        probes.append(
+            Probe(
+                "r2",
+                "step_seconds",
+                (base[0], base[1], base[2], {**base[3], "mfu": round(rng.uniform(1.5, 40), 1)}, base[4]),
+                "refuse",
+            )
+        )
     return probes
 
 
@@ -602,212 +675,621 @@ def draw_probes(part: "Part", rng: random.Random) -> list[Probe]:
 
 # ============================================================================ the parts
 
-_SWEEP_FIELDS = ("bytes_moved", "intensity", "bound", "achieved_flops_per_s", "ceiling_flops_per_s",
-                 "efficiency")
-_SWEEP_UNITS = {"bytes_moved": "bytes", "intensity": "FLOP/byte", "achieved_flops_per_s": "FLOP/s",
-                "ceiling_flops_per_s": "FLOP/s", "efficiency": "fraction"}
+_SWEEP_FIELDS = ("bytes_moved", "intensity", "bound", "achieved_flops_per_s", "ceiling_flops_per_s", "efficiency")
+_SWEEP_UNITS = {
+    "bytes_moved": "bytes",
+    "intensity": "FLOP/byte",
+    "achieved_flops_per_s": "FLOP/s",
+    "ceiling_flops_per_s": "FLOP/s",
+    "efficiency": "fraction",
+}
 
-_ROOF = ("The roofline ceiling is the lower of two roofs: the compute peak, and the memory "
-         "bandwidth times the arithmetic intensity.")
+_ROOF = (
+    "The roofline ceiling is the lower of two roofs: the compute peak, and the memory "
+    "bandwidth times the arithmetic intensity."
+)
 _RIDGE = "The ridge point is where the two roofs meet: peak FLOP/s over bytes/s."
 _INTENSITY = "Arithmetic intensity is FLOPs over the bytes that cross the memory bus, both directions."
 _JUDGE_BY_ROOF = "A kernel is judged against the roof that binds it."
 
 _PART_LIST: list[Part] = [
     # ------------------------------------------------------------------ ex1
-    Part("ex1-a", "intensity from the profile", ("intensity",), number(
-        "intensity", _ex1_intensity, "FLOP/byte", _INTENSITY,
-        traps=[(lambda: EX1["flop"] / EX1["read_bytes"],
-                "the write of the output crosses the memory bus too.")])),
-    Part("ex1-b", "the fp32 ridge of the datasheet", ("ridge_fp32",), number(
-        "ridge_fp32", lambda: EX1["fp32_flops_per_s"] / EX1["hbm_bytes_per_s"], "FLOP/byte", _RIDGE,
-        traps=[(lambda: EX1["bf16_flops_per_s"] / EX1["hbm_bytes_per_s"],
-                "element-wise fp32 arithmetic runs on the vector units, not the matrix units: "
-                "read the datasheet line of the precision the kernel computes in.")])),
-    Part("ex1-c", "which roof binds", ("binding_roof",), choice(
-        "binding_roof", lambda: "memory" if _ex1_intensity() < EX1["fp32_flops_per_s"] / EX1["hbm_bytes_per_s"]
-        else "compute", ("memory", "compute"), "Compare the intensity with the ridge.")),
-    Part("ex1-d", "fraction of the bandwidth roof", ("fraction_of_bandwidth",), number(
-        "fraction_of_bandwidth", lambda: _ex1_bytes_per_s(EX1["seconds"]) / EX1["hbm_bytes_per_s"],
-        "fraction", "Achieved bytes per second over the datasheet's bandwidth.",
-        traps=[(lambda: EX1["flop"] / EX1["seconds"] / EX1["fp32_flops_per_s"],
-                "that is the profiler's share of the compute peak; " + _JUDGE_BY_ROOF)])),
-    Part("ex1-e", "the best share of the fp32 peak", ("best_share_of_peak",), number(
-        "best_share_of_peak",
-        lambda: min(EX1["fp32_flops_per_s"], _ex1_intensity() * EX1["hbm_bytes_per_s"]) / EX1["fp32_flops_per_s"],
-        "fraction", "A perfect kernel runs on its ceiling. " + _ROOF)),
-    Part("ex1-f", "the measurement that settles it", ("settling_measurement",), choice(
-        "settling_measurement", "C", ("A", "B", "C", "D"), _JUDGE_BY_ROOF)),
-    Part("ex1-g", "why that measurement", ("settling_reason",), choice(
-        "settling_reason", 2, (1, 2, 3, 4), _JUDGE_BY_ROOF)),
-    Part("ex1-h", "the 110 us re-run", ("rerun_verdict",), choice(
-        "rerun_verdict", "D", ("A", "B", "C", "D"),
-        "Turn the new time into bytes per second and hold it against the roof.")),
+    Part(
+        "ex1-a",
+        "intensity from the profile",
+        ("intensity",),
+        number(
+            "intensity",
+            _ex1_intensity,
+            "FLOP/byte",
+            _INTENSITY,
+            traps=[(lambda: EX1["flop"] / EX1["read_bytes"], "the write of the output crosses the memory bus too.")],
+        ),
+    ),
+    Part(
+        "ex1-b",
+        "the fp32 ridge of the datasheet",
+        ("ridge_fp32",),
+        number(
+            "ridge_fp32",
+            lambda: EX1["fp32_flops_per_s"] / EX1["hbm_bytes_per_s"],
+            "FLOP/byte",
+            _RIDGE,
+            traps=[
+                (
+                    lambda: EX1["bf16_flops_per_s"] / EX1["hbm_bytes_per_s"],
+                    "element-wise fp32 arithmetic runs on the vector units, not the matrix units: "
+                    "read the datasheet line of the precision the kernel computes in.",
+                )
+            ],
+        ),
+    ),
+    Part(
+        "ex1-c",
+        "which roof binds",
+        ("binding_roof",),
+        choice(
+            "binding_roof",
+            lambda: "memory" if _ex1_intensity() < EX1["fp32_flops_per_s"] / EX1["hbm_bytes_per_s"] else "compute",
+            ("memory", "compute"),
+            "Compare the intensity with the ridge.",
+        ),
+    ),
+    Part(
+        "ex1-d",
+        "fraction of the bandwidth roof",
+        ("fraction_of_bandwidth",),
+        number(
+            "fraction_of_bandwidth",
+            lambda: _ex1_bytes_per_s(EX1["seconds"]) / EX1["hbm_bytes_per_s"],
+            "fraction",
+            "Achieved bytes per second over the datasheet's bandwidth.",
+            traps=[
+                (
+                    lambda: EX1["flop"] / EX1["seconds"] / EX1["fp32_flops_per_s"],
+                    "that is the profiler's share of the compute peak; " + _JUDGE_BY_ROOF,
+                )
+            ],
+        ),
+    ),
+    Part(
+        "ex1-e",
+        "the best share of the fp32 peak",
+        ("best_share_of_peak",),
+        number(
+            "best_share_of_peak",
+            lambda: min(EX1["fp32_flops_per_s"], _ex1_intensity() * EX1["hbm_bytes_per_s"]) / EX1["fp32_flops_per_s"],
+            "fraction",
+            "A perfect kernel runs on its ceiling. " + _ROOF,
+        ),
+    ),
+    Part(
+        "ex1-f",
+        "the measurement that settles it",
+        ("settling_measurement",),
+        choice("settling_measurement", "C", ("A", "B", "C", "D"), _JUDGE_BY_ROOF),
+    ),
+    Part(
+        "ex1-g",
+        "why that measurement",
+        ("settling_reason",),
+        choice("settling_reason", 2, (1, 2, 3, 4), _JUDGE_BY_ROOF),
+    ),
+    Part(
+        "ex1-h",
+        "the 110 us re-run",
+        ("rerun_verdict",),
+        choice(
+            "rerun_verdict",
+            "D",
+            ("A", "B", "C", "D"),
+            "Turn the new time into bytes per second and hold it against the roof.",
+        ),
+    ),
     # ------------------------------------------------------------------ ex2
-    Part("ex2-a", "ridge of chip P", ("ridge_p",), number(
-        "ridge_p", lambda: EX2["p_bf16"] / EX2["p_hbm"], "FLOP/byte", _RIDGE,
-        traps=[(lambda: EX2["p_hbm"] / EX2["p_bf16"], "the ridge is FLOP per byte, not bytes per FLOP.")])),
-    Part("ex2-b", "ridge of chip Q", ("ridge_q",), number(
-        "ridge_q", lambda: EX2["q_bf16"] / EX2["q_hbm"], "FLOP/byte", _RIDGE,
-        traps=[(lambda: EX2["q_hbm"] / EX2["q_bf16"], "the ridge is FLOP per byte, not bytes per FLOP.")])),
-    Part("ex2-c", "ceiling on P", ("ceiling_p_flops_per_s",), number(
-        "ceiling_p_flops_per_s", lambda: min(EX2["p_bf16"], EX2["p_hbm"] * EX2["intensity"]), "FLOP/s", _ROOF,
-        traps=[(lambda: EX2["p_bf16"], "that is the compute roof; on which side of P's ridge is the kernel?")])),
-    Part("ex2-d", "ceiling on Q", ("ceiling_q_flops_per_s",), number(
-        "ceiling_q_flops_per_s", lambda: min(EX2["q_bf16"], EX2["q_hbm"] * EX2["intensity"]), "FLOP/s", _ROOF,
-        traps=[(lambda: EX2["q_hbm"] * EX2["intensity"],
-                "that is the memory roof at this intensity, which lies above Q's compute roof.")])),
-    Part("ex2-e", "what moving from Q to P does", ("machine_change",), choice(
-        "machine_change", "A", ("A", "B", "C", "D"), "Decide the bound on each chip, then compare the ceilings.")),
-    Part("ex2-f", "why", ("machine_change_reason",), choice(
-        "machine_change_reason", 3, (1, 2, 3, 4), "Where does each chip's ridge sit relative to the kernel?")),
-    Part("ex2-g", "write ceiling()", ("ceiling",), function(
-        "ceiling", ref_ceiling, units={"result": "FLOP/s"}, concept=_ROOF),
-        probes=lambda rng: _ceiling_probes(rng, refuse=False)),
-    Part("ex2-h", "ceiling() refuses what has no answer", ("ceiling",), function(
-        "ceiling", ref_ceiling, units={"result": "FLOP/s"},
-        concept="An accelerator without compute in a format has no roof for it, and an intensity "
-                "must be a positive number of FLOP/byte."),
-        probes=lambda rng: _ceiling_probes(rng, refuse=True)),
+    Part(
+        "ex2-a",
+        "ridge of chip P",
+        ("ridge_p",),
+        number(
+            "ridge_p",
+            lambda: EX2["p_bf16"] / EX2["p_hbm"],
+            "FLOP/byte",
+            _RIDGE,
+            traps=[(lambda: EX2["p_hbm"] / EX2["p_bf16"], "the ridge is FLOP per byte, not bytes per FLOP.")],
+        ),
+    ),
+    Part(
+        "ex2-b",
+        "ridge of chip Q",
+        ("ridge_q",),
+        number(
+            "ridge_q",
+            lambda: EX2["q_bf16"] / EX2["q_hbm"],
+            "FLOP/byte",
+            _RIDGE,
+            traps=[(lambda: EX2["q_hbm"] / EX2["q_bf16"], "the ridge is FLOP per byte, not bytes per FLOP.")],
+        ),
+    ),
+    Part(
+        "ex2-c",
+        "ceiling on P",
+        ("ceiling_p_flops_per_s",),
+        number(
+            "ceiling_p_flops_per_s",
+            lambda: min(EX2["p_bf16"], EX2["p_hbm"] * EX2["intensity"]),
+            "FLOP/s",
+            _ROOF,
+            traps=[(lambda: EX2["p_bf16"], "that is the compute roof; on which side of P's ridge is the kernel?")],
+        ),
+    ),
+    Part(
+        "ex2-d",
+        "ceiling on Q",
+        ("ceiling_q_flops_per_s",),
+        number(
+            "ceiling_q_flops_per_s",
+            lambda: min(EX2["q_bf16"], EX2["q_hbm"] * EX2["intensity"]),
+            "FLOP/s",
+            _ROOF,
+            traps=[
+                (
+                    lambda: EX2["q_hbm"] * EX2["intensity"],
+                    "that is the memory roof at this intensity, which lies above Q's compute roof.",
+                )
+            ],
+        ),
+    ),
+    Part(
+        "ex2-e",
+        "what moving from Q to P does",
+        ("machine_change",),
+        choice(
+            "machine_change", "A", ("A", "B", "C", "D"), "Decide the bound on each chip, then compare the ceilings."
+        ),
+    ),
+    Part(
+        "ex2-f",
+        "why",
+        ("machine_change_reason",),
+        choice("machine_change_reason", 3, (1, 2, 3, 4), "Where does each chip's ridge sit relative to the kernel?"),
+    ),
+    Part(
+        "ex2-g",
+        "write ceiling()",
+        ("ceiling",),
+        function("ceiling", ref_ceiling, units={"result": "FLOP/s"}, concept=_ROOF),
+        probes=lambda rng: _ceiling_probes(rng, refuse=False),
+    ),
+    Part(
+        "ex2-h",
+        "ceiling() refuses what has no answer",
+        ("ceiling",),
+        function(
+            "ceiling",
+            ref_ceiling,
+            units={"result": "FLOP/s"},
+            concept="An accelerator without compute in a format has no roof for it, and an intensity "
+            "must be a positive number of FLOP/byte.",
+        ),
+        probes=lambda rng: _ceiling_probes(rng, refuse=True),
+    ),
     # ------------------------------------------------------------------ ex3
-    Part("ex3-a", "parameters from the config", ("n_params",), number(
-        "n_params", _ex3_params, "parameters",
-        "Count every weight matrix of one layer (attention projections and the MLP), times the "
-        "layers, plus the embedding and output matrices.",
-        traps=[(lambda: _ex3_params(kv_heads=EX3["num_attention_heads"]),
-                "with grouped-query attention the key and value projections have only "
-                "num_key_value_heads heads."),
-               (lambda: _ex3_params(mlp_matrices=2), "a gated MLP has three matrices, not two."),
-               (lambda: _ex3_params(tied=True), "the embeddings are not tied: the output head is a second matrix.")])),
-    Part("ex3-b", "training FLOPs", ("training_flops",), number(
-        "training_flops", lambda: 6 * _ex3_params() * EX3["tokens"], "FLOP",
-        "Training costs about 6 FLOP per parameter per token: 2 forward, 4 backward.",
-        traps=[(lambda: 2 * _ex3_params() * EX3["tokens"], "that counts the forward pass only.")])),
-    Part("ex3-c", "accelerator-days", ("accelerator_days",), number(
-        "accelerator_days", lambda: 6 * _ex3_params() * EX3["tokens"] / (EX3["mfu"] * EX3["bf16_flops_per_s"]) / 86400,
-        "days", "MFU is the share of the dense peak that does model FLOPs; a day has 86,400 s.", rel_tol=0.02,
-        traps=[(lambda: 6 * _ex3_params() * EX3["tokens"] * EX3["mfu"] / EX3["bf16_flops_per_s"] / 86400,
-                "MFU scales the peak down, so it lengthens the run.")])),
-    Part("ex3-d", "does it fit on one card", ("fits_on_one",), choice(
-        "fits_on_one", lambda: _ex3_params() * EX3["bytes_per_param"] <= EX3["memory_bytes"], (True, False),
-        "Weights in bytes = parameters x bytes per parameter; compare with the card's memory.")),
-    Part("ex3-e", "the fewest cards", ("min_cards",), choice(
-        "min_cards", _ex3_cards, tuple(range(1, 17)),
-        "A part of a card holds nothing: round the number of cards up.")),
-    Part("ex3-f", "the decode ceiling", ("decode_tokens_per_s",), number(
-        "decode_tokens_per_s", lambda: _ex3_tokens_per_s(_ex3_cards()), "tokens/s",
-        "Each token reads every weight once; the cards read their shares at the same time.",
-        traps=[(lambda: _ex3_tokens_per_s(1), "the weights do not fit on one card."),
-               (lambda: _ex3_tokens_per_s(_ex3_cards() - 1), "count the cards that actually hold the weights.")])),
-    Part("ex3-g", "what limits batch-1 decode", ("decode_limit",), choice(
-        "decode_limit", "B", ("A", "B", "C", "D"), "Work out decode's intensity and compare it with the ridge.")),
-    Part("ex3-h", "why", ("decode_limit_reason",), choice(
-        "decode_limit_reason", 1, (1, 2, 3, 4), "Work out decode's intensity and compare it with the ridge.")),
+    Part(
+        "ex3-a",
+        "parameters from the config",
+        ("n_params",),
+        number(
+            "n_params",
+            _ex3_params,
+            "parameters",
+            "Count every weight matrix of one layer (attention projections and the MLP), times the "
+            "layers, plus the embedding and output matrices.",
+            traps=[
+                (
+                    lambda: _ex3_params(kv_heads=EX3["num_attention_heads"]),
+                    "with grouped-query attention the key and value projections have only num_key_value_heads heads.",
+                ),
+                (lambda: _ex3_params(mlp_matrices=2), "a gated MLP has three matrices, not two."),
+                (lambda: _ex3_params(tied=True), "the embeddings are not tied: the output head is a second matrix."),
+            ],
+        ),
+    ),
+    Part(
+        "ex3-b",
+        "training FLOPs",
+        ("training_flops",),
+        number(
+            "training_flops",
+            lambda: 6 * _ex3_params() * EX3["tokens"],
+            "FLOP",
+            "Training costs about 6 FLOP per parameter per token: 2 forward, 4 backward.",
+            traps=[(lambda: 2 * _ex3_params() * EX3["tokens"], "that counts the forward pass only.")],
+        ),
+    ),
+    Part(
+        "ex3-c",
+        "accelerator-days",
+        ("accelerator_days",),
+        number(
+            "accelerator_days",
+            lambda: 6 * _ex3_params() * EX3["tokens"] / (EX3["mfu"] * EX3["bf16_flops_per_s"]) / 86400,
+            "days",
+            "MFU is the share of the dense peak that does model FLOPs; a day has 86,400 s.",
+            rel_tol=0.02,
+            traps=[
+                (
+                    lambda: 6 * _ex3_params() * EX3["tokens"] * EX3["mfu"] / EX3["bf16_flops_per_s"] / 86400,
+                    "MFU scales the peak down, so it lengthens the run.",
+                )
+            ],
+        ),
+    ),
+    Part(
+        "ex3-d",
+        "does it fit on one card",
+        ("fits_on_one",),
+        choice(
+            "fits_on_one",
+            lambda: _ex3_params() * EX3["bytes_per_param"] <= EX3["memory_bytes"],
+            (True, False),
+            "Weights in bytes = parameters x bytes per parameter; compare with the card's memory.",
+        ),
+    ),
+    Part(
+        "ex3-e",
+        "the fewest cards",
+        ("min_cards",),
+        choice(
+            "min_cards",
+            _ex3_cards,
+            tuple(range(1, 17)),
+            "A part of a card holds nothing: round the number of cards up.",
+        ),
+    ),
+    Part(
+        "ex3-f",
+        "the decode ceiling",
+        ("decode_tokens_per_s",),
+        number(
+            "decode_tokens_per_s",
+            lambda: _ex3_tokens_per_s(_ex3_cards()),
+            "tokens/s",
+            "Each token reads every weight once; the cards read their shares at the same time.",
+            traps=[
+                (lambda: _ex3_tokens_per_s(1), "the weights do not fit on one card."),
+                (lambda: _ex3_tokens_per_s(_ex3_cards() - 1), "count the cards that actually hold the weights."),
+            ],
+        ),
+    ),
+    Part(
+        "ex3-g",
+        "what limits batch-1 decode",
+        ("decode_limit",),
+        choice("decode_limit", "B", ("A", "B", "C", "D"), "Work out decode's intensity and compare it with the ridge."),
+    ),
+    Part(
+        "ex3-h",
+        "why",
+        ("decode_limit_reason",),
+        choice("decode_limit_reason", 1, (1, 2, 3, 4), "Work out decode's intensity and compare it with the ridge."),
+    ),
     # ------------------------------------------------------------------ ex4
-    Part("ex4-a", "QK^T FLOPs", ("qk_flops",), number(
-        "qk_flops", lambda: _ex4_naive()[0], "FLOP", "A multiply-add is 2 FLOP.",
-        traps=[(lambda: _ex4_naive()[0] / 2, "a multiply-add counts as 2 FLOP.")])),
-    Part("ex4-b", "QK^T bytes", ("qk_bytes",), number(
-        "qk_bytes", lambda: _ex4_naive()[1], "bytes",
-        "Every tensor that crosses the memory bus, once, at its width: both inputs and the output.",
-        traps=[(lambda: EX4["bytes_per_elem"] * 2 * EX4["seq"] * EX4["head_dim"],
-                "the naive kernel writes the whole score matrix to memory."),
-               (lambda: EX4["bytes_per_elem"] * EX4["seq"] ** 2, "Q and K are read too.")])),
-    Part("ex4-c", "QK^T intensity", ("qk_intensity",), number(
-        "qk_intensity", lambda: _ex4_naive()[0] / _ex4_naive()[1], "FLOP/byte", _INTENSITY)),
-    Part("ex4-d", "where it sits", ("qk_bound",), choice(
-        "qk_bound", lambda: "memory" if _ex4_naive()[0] / _ex4_naive()[1] < _ex4_ridge() else "compute",
-        ("memory", "compute"), "Compare the intensity with this chip's ridge.")),
-    Part("ex4-e", "what FlashAttention changes", ("flash_change",), choice(
-        "flash_change", "C", ("A", "B", "C", "D"), "Which count, FLOPs or bytes, does fusion change?")),
-    Part("ex4-f", "why", ("flash_reason",), choice(
-        "flash_reason", 4, (1, 2, 3, 4), "Which count, FLOPs or bytes, does fusion change?")),
-    Part("ex4-g", "the fused kernel", ("fused_intensity", "fused_bound"), all_of(
-        number("fused_intensity", lambda: _ex4_fused()[0] / _ex4_fused()[1], "FLOP/byte",
-               "Two matmuls' FLOPs over four s x d_h tensors' bytes.",
-               traps=[(lambda: _ex4_fused()[0] / 2 / _ex4_fused()[1], "count both matmuls.")]),
-        choice("fused_bound", lambda: "memory" if _ex4_fused()[0] / _ex4_fused()[1] < _ex4_ridge() else "compute",
-               ("memory", "compute"), "Compare the fused intensity with the ridge."))),
-    Part("ex4-h", "the naive intensity as s grows", ("naive_intensity_limit",), number(
-        "naive_intensity_limit", lambda: 2 * EX4["head_dim"] / EX4["bytes_per_elem"],
-        "FLOP/byte", "Write the intensity as a function of s and let s grow: which terms dominate?")),
-    Part("ex4-i", "longer sequences", ("longer_sequence",), choice(
-        "longer_sequence", "A", ("A", "B", "C", "D"), "Compare the limit of part h with the ridge.")),
+    Part(
+        "ex4-a",
+        "QK^T FLOPs",
+        ("qk_flops",),
+        number(
+            "qk_flops",
+            lambda: _ex4_naive()[0],
+            "FLOP",
+            "A multiply-add is 2 FLOP.",
+            traps=[(lambda: _ex4_naive()[0] / 2, "a multiply-add counts as 2 FLOP.")],
+        ),
+    ),
+    Part(
+        "ex4-b",
+        "QK^T bytes",
+        ("qk_bytes",),
+        number(
+            "qk_bytes",
+            lambda: _ex4_naive()[1],
+            "bytes",
+            "Every tensor that crosses the memory bus, once, at its width: both inputs and the output.",
+            traps=[
+                (
+                    lambda: EX4["bytes_per_elem"] * 2 * EX4["seq"] * EX4["head_dim"],
+                    "the naive kernel writes the whole score matrix to memory.",
+                ),
+                (lambda: EX4["bytes_per_elem"] * EX4["seq"] ** 2, "Q and K are read too."),
+            ],
+        ),
+    ),
+    Part(
+        "ex4-c",
+        "QK^T intensity",
+        ("qk_intensity",),
+        number("qk_intensity", lambda: _ex4_naive()[0] / _ex4_naive()[1], "FLOP/byte", _INTENSITY),
+    ),
+    Part(
+        "ex4-d",
+        "where it sits",
+        ("qk_bound",),
+        choice(
+            "qk_bound",
+            lambda: "memory" if _ex4_naive()[0] / _ex4_naive()[1] < _ex4_ridge() else "compute",
+            ("memory", "compute"),
+            "Compare the intensity with this chip's ridge.",
+        ),
+    ),
+    Part(
+        "ex4-e",
+        "what FlashAttention changes",
+        ("flash_change",),
+        choice("flash_change", "C", ("A", "B", "C", "D"), "Which count, FLOPs or bytes, does fusion change?"),
+    ),
+    Part(
+        "ex4-f",
+        "why",
+        ("flash_reason",),
+        choice("flash_reason", 4, (1, 2, 3, 4), "Which count, FLOPs or bytes, does fusion change?"),
+    ),
+    Part(
+        "ex4-g",
+        "the fused kernel",
+        ("fused_intensity", "fused_bound"),
+        all_of(
+            number(
+                "fused_intensity",
+                lambda: _ex4_fused()[0] / _ex4_fused()[1],
+                "FLOP/byte",
+                "Two matmuls' FLOPs over four s x d_h tensors' bytes.",
+                traps=[(lambda: _ex4_fused()[0] / 2 / _ex4_fused()[1], "count both matmuls.")],
+            ),
+            choice(
+                "fused_bound",
+                lambda: "memory" if _ex4_fused()[0] / _ex4_fused()[1] < _ex4_ridge() else "compute",
+                ("memory", "compute"),
+                "Compare the fused intensity with the ridge.",
+            ),
+        ),
+    ),
+    Part(
+        "ex4-h",
+        "the naive intensity as s grows",
+        ("naive_intensity_limit",),
+        number(
+            "naive_intensity_limit",
+            lambda: 2 * EX4["head_dim"] / EX4["bytes_per_elem"],
+            "FLOP/byte",
+            "Write the intensity as a function of s and let s grow: which terms dominate?",
+        ),
+    ),
+    Part(
+        "ex4-i",
+        "longer sequences",
+        ("longer_sequence",),
+        choice("longer_sequence", "A", ("A", "B", "C", "D"), "Compare the limit of part h with the ridge."),
+    ),
     # ------------------------------------------------------------------ ex5
-    Part("ex5-a", "write precision_sweep()", ("precision_sweep",), function(
-        "precision_sweep", ref_sweep, fields=_SWEEP_FIELDS, units=_SWEEP_UNITS, concept=_ROOF),
-        probes=lambda rng: _sweep_probes(rng, refuse=None)),
-    Part("ex5-b", "refuse a precision the chip lacks", ("precision_sweep",), function(
-        "precision_sweep", ref_sweep, fields=_SWEEP_FIELDS, units=_SWEEP_UNITS,
-        concept="A chip without compute in a format cannot have run the kernel in it."),
-        probes=lambda rng: _sweep_probes(rng, refuse="precision")),
-    Part("ex5-c", "refuse an impossible timing", ("precision_sweep",), function(
-        "precision_sweep", ref_sweep, fields=_SWEEP_FIELDS, units=_SWEEP_UNITS,
-        concept="No measurement can beat its roof; one that does is a measuring mistake."),
-        probes=lambda rng: _sweep_probes(rng, refuse="timing")),
-    Part("ex5-d", "efficiency per width", ("efficiency_by_dtype",), dict_of_numbers(
-        "efficiency_by_dtype", _ex5_efficiency, "fraction", "Achieved FLOP/s over the ceiling at that width.")),
-    Part("ex5-e", "the fastest possible bf16 time on Ibis", ("ibis_bf16_floor_seconds",), number(
-        "ibis_bf16_floor_seconds", lambda: EX5["elems"] * WIDTHS["bf16"] / EX5["ibis"]["hbm_bytes_per_s"], "seconds",
-        "A memory-bound kernel can go no faster than its bytes over the bandwidth.",
-        traps=[(lambda: EX5["elems"] * WIDTHS["fp32"] / EX5["ibis"]["hbm_bytes_per_s"], "bf16 is 2 bytes per element."),
-               (lambda: EX5["flops"] / EX5["ibis"]["peak_flops_per_s"]["bf16"],
-                "that is the compute roof's time; this kernel is far left of the ridge.")])),
-    Part("ex5-f", "what is wrong with the copied sweep", ("copied_sweep",), choice(
-        "copied_sweep", "D", ("A", "B", "C", "D"), "Check each row against the datasheet: the formats, then the roof.")),
-    Part("ex5-g", "why the bf16 row cannot be real", ("copied_sweep_reason",), choice(
-        "copied_sweep_reason", 2, (1, 2, 3, 4), "No measurement can beat its roof.")),
+    Part(
+        "ex5-a",
+        "write precision_sweep()",
+        ("precision_sweep",),
+        function("precision_sweep", ref_sweep, fields=_SWEEP_FIELDS, units=_SWEEP_UNITS, concept=_ROOF),
+        probes=lambda rng: _sweep_probes(rng, refuse=None),
+    ),
+    Part(
+        "ex5-b",
+        "refuse a precision the chip lacks",
+        ("precision_sweep",),
+        function(
+            "precision_sweep",
+            ref_sweep,
+            fields=_SWEEP_FIELDS,
+            units=_SWEEP_UNITS,
+            concept="A chip without compute in a format cannot have run the kernel in it.",
+        ),
+        probes=lambda rng: _sweep_probes(rng, refuse="precision"),
+    ),
+    Part(
+        "ex5-c",
+        "refuse an impossible timing",
+        ("precision_sweep",),
+        function(
+            "precision_sweep",
+            ref_sweep,
+            fields=_SWEEP_FIELDS,
+            units=_SWEEP_UNITS,
+            concept="No measurement can beat its roof; one that does is a measuring mistake.",
+        ),
+        probes=lambda rng: _sweep_probes(rng, refuse="timing"),
+    ),
+    Part(
+        "ex5-d",
+        "efficiency per width",
+        ("efficiency_by_dtype",),
+        dict_of_numbers(
+            "efficiency_by_dtype", _ex5_efficiency, "fraction", "Achieved FLOP/s over the ceiling at that width."
+        ),
+    ),
+    Part(
+        "ex5-e",
+        "the fastest possible bf16 time on Ibis",
+        ("ibis_bf16_floor_seconds",),
+        number(
+            "ibis_bf16_floor_seconds",
+            lambda: EX5["elems"] * WIDTHS["bf16"] / EX5["ibis"]["hbm_bytes_per_s"],
+            "seconds",
+            "A memory-bound kernel can go no faster than its bytes over the bandwidth.",
+            traps=[
+                (
+                    lambda: EX5["elems"] * WIDTHS["fp32"] / EX5["ibis"]["hbm_bytes_per_s"],
+                    "bf16 is 2 bytes per element.",
+                ),
+                (
+                    lambda: EX5["flops"] / EX5["ibis"]["peak_flops_per_s"]["bf16"],
+                    "that is the compute roof's time; this kernel is far left of the ridge.",
+                ),
+            ],
+        ),
+    ),
+    Part(
+        "ex5-f",
+        "what is wrong with the copied sweep",
+        ("copied_sweep",),
+        choice(
+            "copied_sweep",
+            "D",
+            ("A", "B", "C", "D"),
+            "Check each row against the datasheet: the formats, then the roof.",
+        ),
+    ),
+    Part(
+        "ex5-g",
+        "why the bf16 row cannot be real",
+        ("copied_sweep_reason",),
+        choice("copied_sweep_reason", 2, (1, 2, 3, 4), "No measurement can beat its roof."),
+    ),
 ]
 
-_OVERLAP = ("A gradient's all-reduce can start only once the backward pass has produced it, so "
-            "it hides under the backward pass at most; what does not fit is exposed.")
+_OVERLAP = (
+    "A gradient's all-reduce can start only once the backward pass has produced it, so "
+    "it hides under the backward pass at most; what does not fit is exposed."
+)
 _RING = "A ring all-reduce is a reduce-scatter then an all-gather; in each, a rank sends n - 1 chunks of S / n."
 
 _PART_LIST += [
-    Part("ex6-a", "the gradient message", ("gradient_bytes",), number(
-        "gradient_bytes", lambda: EX6["n_params"] * EX6["grad_bytes_per_param"], "bytes",
-        "One gradient per parameter, at the width the gradients are sent in.",
-        traps=[(lambda: EX6["n_params"] * 4, "the gradients are sent in bf16, 2 bytes each.")])),
-    Part("ex6-b", "bytes each accelerator sends", ("bytes_sent_per_gpu",), number(
-        "bytes_sent_per_gpu",
-        lambda: 2 * (EX6["n_gpus"] - 1) / EX6["n_gpus"] * EX6["n_params"] * EX6["grad_bytes_per_param"],
-        "bytes", _RING,
-        traps=[(lambda: EX6["n_params"] * EX6["grad_bytes_per_param"],
-                "each byte of the gradient leaves a rank about twice: once in the reduce-scatter, once in the all-gather."),
-               (lambda: (EX6["n_gpus"] - 1) / EX6["n_gpus"] * EX6["n_params"] * EX6["grad_bytes_per_param"],
-                "that is one of the two phases only.")])),
-    Part("ex6-c", "the all-reduce time", ("allreduce_seconds",), number(
-        "allreduce_seconds", lambda: _ex6_comms_seconds(EX6["n_gpus"]), "seconds",
-        "Alpha-beta: a fixed cost per message sent one after another, plus the bytes over the link bandwidth.",
-        traps=[(lambda: _ex6_comms_seconds(EX6["n_gpus"]) / 2, "count both phases of the ring.")])),
-    Part("ex6-d", "the compute time of a step", ("compute_seconds",), number(
-        "compute_seconds", lambda: _ex6_compute_seconds(EX6["tokens_per_gpu"]), "seconds",
-        "Training costs about 6 FLOP per parameter per token; MFU is the share of the peak that does them.",
-        traps=[(lambda: 6 * EX6["n_params"] * EX6["tokens_per_gpu"] / EX6["bf16_flops_per_s"],
-                "the run reaches its MFU, not the peak.")])),
-    Part("ex6-e", "hidden at 16 accelerators?", ("hidden_at_16",), choice(
-        "hidden_at_16", lambda: _ex6_exposed(EX6["n_gpus"], EX6["tokens_per_gpu"]) == 0, (True, False), _OVERLAP)),
-    Part("ex6-f", "exposed time at 128 accelerators", ("exposed_seconds_128",), number(
-        "exposed_seconds_128",
-        lambda: _ex6_exposed(EX6["n_gpus_large"], EX6["global_tokens"] / EX6["n_gpus_large"]), "seconds",
-        _OVERLAP + " With the global batch fixed, each accelerator computes on fewer tokens.",
-        traps=[(lambda: _ex6_comms_seconds(EX6["n_gpus_large"]) - _ex6_compute_seconds(
-                    EX6["global_tokens"] / EX6["n_gpus_large"]),
-                "the all-reduce cannot hide under the forward pass: its gradients do not exist yet."),
-               (lambda: _ex6_comms_seconds(EX6["n_gpus_large"]),
-                "part of the all-reduce still hides under the backward pass.")])),
-    Part("ex6-g", "write step_seconds()", ("step_seconds",), function(
-        "step_seconds", ref_step_seconds, units={"result": "seconds"}, concept=_OVERLAP),
-        probes=lambda rng: _step_probes(rng, refuse=False)),
-    Part("ex6-h", "step_seconds() refuses impossible inputs", ("step_seconds",), function(
-        "step_seconds", ref_step_seconds, units={"result": "seconds"},
-        concept="A step needs at least one accelerator, a positive number of tokens and an MFU that is a fraction."),
-        probes=lambda rng: _step_probes(rng, refuse=True)),
-    Part("ex6-i", "why 128 accelerators stop scaling", ("scaling_limit",), choice(
-        "scaling_limit", "B", ("A", "B", "C", "D"),
-        "Compare how the compute and the all-reduce of one accelerator change with the count.")),
-    Part("ex6-j", "why", ("scaling_reason",), choice(
-        "scaling_reason", 1, (1, 2, 3, 4), "What does a ring all-reduce send per rank, as a function of n?")),
+    Part(
+        "ex6-a",
+        "the gradient message",
+        ("gradient_bytes",),
+        number(
+            "gradient_bytes",
+            lambda: EX6["n_params"] * EX6["grad_bytes_per_param"],
+            "bytes",
+            "One gradient per parameter, at the width the gradients are sent in.",
+            traps=[(lambda: EX6["n_params"] * 4, "the gradients are sent in bf16, 2 bytes each.")],
+        ),
+    ),
+    Part(
+        "ex6-b",
+        "bytes each accelerator sends",
+        ("bytes_sent_per_gpu",),
+        number(
+            "bytes_sent_per_gpu",
+            lambda: 2 * (EX6["n_gpus"] - 1) / EX6["n_gpus"] * EX6["n_params"] * EX6["grad_bytes_per_param"],
+            "bytes",
+            _RING,
+            traps=[
+                (
+                    lambda: EX6["n_params"] * EX6["grad_bytes_per_param"],
+                    "each byte of the gradient leaves a rank about twice: once in the reduce-scatter, once in the all-gather.",
+                ),
+                (
+                    lambda: (EX6["n_gpus"] - 1) / EX6["n_gpus"] * EX6["n_params"] * EX6["grad_bytes_per_param"],
+                    "that is one of the two phases only.",
+                ),
+            ],
+        ),
+    ),
+    Part(
+        "ex6-c",
+        "the all-reduce time",
+        ("allreduce_seconds",),
+        number(
+            "allreduce_seconds",
+            lambda: _ex6_comms_seconds(EX6["n_gpus"]),
+            "seconds",
+            "Alpha-beta: a fixed cost per message sent one after another, plus the bytes over the link bandwidth.",
+            traps=[(lambda: _ex6_comms_seconds(EX6["n_gpus"]) / 2, "count both phases of the ring.")],
+        ),
+    ),
+    Part(
+        "ex6-d",
+        "the compute time of a step",
+        ("compute_seconds",),
+        number(
+            "compute_seconds",
+            lambda: _ex6_compute_seconds(EX6["tokens_per_gpu"]),
+            "seconds",
+            "Training costs about 6 FLOP per parameter per token; MFU is the share of the peak that does them.",
+            traps=[
+                (
+                    lambda: 6 * EX6["n_params"] * EX6["tokens_per_gpu"] / EX6["bf16_flops_per_s"],
+                    "the run reaches its MFU, not the peak.",
+                )
+            ],
+        ),
+    ),
+    Part(
+        "ex6-e",
+        "hidden at 16 accelerators?",
+        ("hidden_at_16",),
+        choice(
+            "hidden_at_16", lambda: _ex6_exposed(EX6["n_gpus"], EX6["tokens_per_gpu"]) == 0, (True, False), _OVERLAP
+        ),
+    ),
+    Part(
+        "ex6-f",
+        "exposed time at 128 accelerators",
+        ("exposed_seconds_128",),
+        number(
+            "exposed_seconds_128",
+            lambda: _ex6_exposed(EX6["n_gpus_large"], EX6["global_tokens"] / EX6["n_gpus_large"]),
+            "seconds",
+            _OVERLAP + " With the global batch fixed, each accelerator computes on fewer tokens.",
+            traps=[
+                (
+                    lambda: (
+                        _ex6_comms_seconds(EX6["n_gpus_large"])
+                        - _ex6_compute_seconds(EX6["global_tokens"] / EX6["n_gpus_large"])
+                    ),
+                    "the all-reduce cannot hide under the forward pass: its gradients do not exist yet.",
+                ),
+                (
+                    lambda: _ex6_comms_seconds(EX6["n_gpus_large"]),
+                    "part of the all-reduce still hides under the backward pass.",
+                ),
+            ],
+        ),
+    ),
+    Part(
+        "ex6-g",
+        "write step_seconds()",
+        ("step_seconds",),
+        function("step_seconds", ref_step_seconds, units={"result": "seconds"}, concept=_OVERLAP),
+        probes=lambda rng: _step_probes(rng, refuse=False),
+    ),
+    Part(
+        "ex6-h",
+        "step_seconds() refuses impossible inputs",
+        ("step_seconds",),
+        function(
+            "step_seconds",
+            ref_step_seconds,
+            units={"result": "seconds"},
+            concept="A step needs at least one accelerator, a positive number of tokens and an MFU that is a fraction.",
+        ),
+        probes=lambda rng: _step_probes(rng, refuse=True),
+    ),
+    Part(
+        "ex6-i",
+        "why 128 accelerators stop scaling",
+        ("scaling_limit",),
+        choice(
+            "scaling_limit",
+            "B",
+            ("A", "B", "C", "D"),
+            "Compare how the compute and the all-reduce of one accelerator change with the count.",
+        ),
+    ),
+    Part(
+        "ex6-j",
+        "why",
+        ("scaling_reason",),
+        choice("scaling_reason", 1, (1, 2, 3, 4), "What does a ring all-reduce send per rank, as a function of n?"),
+    ),
 ]
 
 PARTS: dict[str, Part] = {p.key: p for p in _PART_LIST}
@@ -838,5 +1320,8 @@ def judge(part: Part, observation, probes: Sequence[Probe]) -> Verdict:
     try:
         return part.judge(entries, calls, probes)
     except Exception as err:  # noqa: BLE001 - a malformed observation never crashes the grader
-        return Verdict("error", f"could not judge the answer ({type(err).__name__}).",
-                       f"could not judge the answer ({type(err).__name__}).")
+        return Verdict(
+            "error",
+            f"could not judge the answer ({type(err).__name__}).",
+            f"could not judge the answer ({type(err).__name__}).",
+        )

@@ -22,6 +22,7 @@ cell sources, the injected ones marked) to its stdin. The worker
 
 It judges nothing and holds no key: the observations are the kernel's, judged by the grader.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -66,7 +67,7 @@ def _parents() -> dict[int, int]:
                 stat = f.read().decode("utf-8", "replace")
         except OSError:
             continue
-        rest = stat[stat.rfind(")") + 2:].split()
+        rest = stat[stat.rfind(")") + 2 :].split()
         if len(rest) >= 2 and rest[0] != "Z":
             table[int(name)] = int(rest[1])
     return table
@@ -167,8 +168,13 @@ def main() -> int:
         km.write_connection_file()
         os.chown(km.connection_file, uid, uid)
         as_user = dict(user=uid, group=uid, extra_groups=[])
-    launch = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                  cwd=os.getcwd(), env=job["kernel_env"])
+    launch = dict(
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        cwd=os.getcwd(),
+        env=job["kernel_env"],
+    )
     try:
         km.start_kernel(**launch, **as_user)
     except OSError:  # that user cannot run the interpreter (it lives under a private home)

@@ -4,6 +4,7 @@ Only the architecture is read; nothing is downloaded. The rule: every key is eit
 known not to change any count (token ids, dropout rates, rope settings, epsilons), or refused
 with an error that names it, so an unknown design never turns into a silently wrong count.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,18 +14,55 @@ from pathlib import Path
 __all__: list[str] = []
 
 #: Keys that change no parameter, FLOP or byte count, in any supported family.
-_NO_COUNT = frozenset({
-    "architectures", "model_type", "torch_dtype", "dtype", "transformers_version", "_name_or_path",
-    "bos_token_id", "eos_token_id", "pad_token_id", "initializer_range", "use_cache",
-    "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "rope_theta", "rope_scaling",
-    "attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop",
-    "pretraining_tp", "tokenizer_class", "output_router_logits", "router_aux_loss_coef",
-    "router_jitter_noise", "summary_activation", "summary_first_dropout", "summary_proj_to_labels",
-    "summary_type", "summary_use_proj", "task_specific_params", "scale_attn_weights",
-    "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "n_ctx", "max_window_layers",
-    "attn_logit_softcapping", "final_logit_softcapping", "id2label", "label2id",
-    "use_sliding_window", "hidden_act", "hidden_activation", "activation_function",
-})
+_NO_COUNT = frozenset(
+    {
+        "architectures",
+        "model_type",
+        "torch_dtype",
+        "dtype",
+        "transformers_version",
+        "_name_or_path",
+        "bos_token_id",
+        "eos_token_id",
+        "pad_token_id",
+        "initializer_range",
+        "use_cache",
+        "rms_norm_eps",
+        "layer_norm_eps",
+        "layer_norm_epsilon",
+        "rope_theta",
+        "rope_scaling",
+        "attention_dropout",
+        "hidden_dropout",
+        "resid_pdrop",
+        "embd_pdrop",
+        "attn_pdrop",
+        "pretraining_tp",
+        "tokenizer_class",
+        "output_router_logits",
+        "router_aux_loss_coef",
+        "router_jitter_noise",
+        "summary_activation",
+        "summary_first_dropout",
+        "summary_proj_to_labels",
+        "summary_type",
+        "summary_use_proj",
+        "task_specific_params",
+        "scale_attn_weights",
+        "scale_attn_by_inverse_layer_idx",
+        "reorder_and_upcast_attn",
+        "n_ctx",
+        "max_window_layers",
+        "attn_logit_softcapping",
+        "final_logit_softcapping",
+        "id2label",
+        "label2id",
+        "use_sliding_window",
+        "hidden_act",
+        "hidden_activation",
+        "activation_function",
+    }
+)
 
 _LLAMA_LIKE = {
     "hidden_size": "d_model",
@@ -50,11 +88,13 @@ _GPT2 = {
 _FAMILIES = {
     "llama": (_LLAMA_LIKE, {"gated": True}, False, {"tie_word_embeddings", "attention_bias", "mlp_bias"}),
     "mistral": (_LLAMA_LIKE, {"gated": True}, False, {"tie_word_embeddings", "sliding_window", "attention_bias"}),
-    "mixtral": (_LLAMA_LIKE, {"gated": True}, False,
-                {"tie_word_embeddings", "sliding_window", "num_local_experts", "num_experts_per_tok",
-                 "attention_bias"}),
-    "qwen2": (_LLAMA_LIKE, {"gated": True, "qkv_bias": True}, False,
-              {"tie_word_embeddings", "sliding_window"}),
+    "mixtral": (
+        _LLAMA_LIKE,
+        {"gated": True},
+        False,
+        {"tie_word_embeddings", "sliding_window", "num_local_experts", "num_experts_per_tok", "attention_bias"},
+    ),
+    "qwen2": (_LLAMA_LIKE, {"gated": True, "qkv_bias": True}, False, {"tie_word_embeddings", "sliding_window"}),
     "gemma": (_LLAMA_LIKE, {"gated": True}, True, {"tie_word_embeddings", "attention_bias"}),
     "gpt2": (_GPT2, {"gated": False, "bias": True, "norm": "layernorm"}, True, {"tie_word_embeddings"}),
 }
@@ -71,9 +111,7 @@ def _load(config) -> dict:
                 "(nothing is downloaded: save the model's config.json first)"
             )
         return json.loads(path.read_text(encoding="utf-8"))
-    raise TypeError(
-        f"config must be a dict or the path of a config.json file, got {type(config).__name__} {config!r}"
-    )
+    raise TypeError(f"config must be a dict or the path of a config.json file, got {type(config).__name__} {config!r}")
 
 
 def config_kwargs(config, *, seq_len=None, ignore=()) -> dict:
@@ -88,8 +126,7 @@ def config_kwargs(config, *, seq_len=None, ignore=()) -> dict:
             f"{', '.join(_FAMILIES)}. Describe the model with TransformerConfig(...) directly"
         )
     key_map, fixed, tie_default, extra = _FAMILIES[model_type]
-    unknown = sorted(k for k in cfg if k not in key_map and k not in extra and k not in _NO_COUNT
-                     and k not in ignore)
+    unknown = sorted(k for k in cfg if k not in key_map and k not in extra and k not in _NO_COUNT and k not in ignore)
     if unknown:
         raise ValueError(
             f"cannot map these {model_type} config fields to a count: {', '.join(unknown)}. "
@@ -123,8 +160,7 @@ def config_kwargs(config, *, seq_len=None, ignore=()) -> dict:
         kwargs["sliding_window"] = cfg["sliding_window"]
     if model_type == "qwen2" and cfg.get("use_sliding_window") and cfg.get("sliding_window") is not None:
         raise ValueError(
-            "use_sliding_window=True: Qwen2 windows only the layers past max_window_layers, "
-            "which is not mapped"
+            "use_sliding_window=True: Qwen2 windows only the layers past max_window_layers, which is not mapped"
         )
     if model_type == "mixtral":
         kwargs["n_experts"] = cfg.get("num_local_experts", 8)
@@ -132,9 +168,7 @@ def config_kwargs(config, *, seq_len=None, ignore=()) -> dict:
     missing = [k for k in ("d_model", "d_ff", "n_layers", "n_heads", "vocab") if k not in kwargs]
     if missing:
         names = {v: k for k, v in key_map.items()}
-        raise ValueError(
-            f"the {model_type} config lacks {', '.join(names[m] for m in missing)}, needed for the counts"
-        )
+        raise ValueError(f"the {model_type} config lacks {', '.join(names[m] for m in missing)}, needed for the counts")
     if seq_len is not None:
         kwargs["seq_len"] = seq_len
     elif "seq_len" not in kwargs:

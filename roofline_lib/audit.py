@@ -66,6 +66,7 @@ the counter both charge 0 to embedding lookups, norms, activations and the
 softmax, and because the embedding weight needs a gradient, so every weight
 matmul's input gradient is computed, the first layer's included.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -168,13 +169,22 @@ def _qkv_shapes(layout: str, bound: dict):
     # nested / varlen inputs: reuse torch's unpacking so shapes agree with its formulas
     if layout == "flash_varlen":
         shapes = _fc._unpack_flash_attention_nested_shapes(
-            query=q, key=k, value=v, cum_seq_q=bound["cum_seq_q"], cum_seq_k=bound["cum_seq_k"],
-            max_q=bound["max_q"], max_k=bound["max_k"],
+            query=q,
+            key=k,
+            value=v,
+            cum_seq_q=bound["cum_seq_q"],
+            cum_seq_k=bound["cum_seq_k"],
+            max_q=bound["max_q"],
+            max_k=bound["max_k"],
         )
     else:
         shapes = _fc._unpack_efficient_attention_nested_shapes(
-            query=q, key=k, value=v, cu_seqlens_q=bound["cu_seqlens_q"],
-            cu_seqlens_k=bound["cu_seqlens_k"], max_seqlen_q=bound["max_seqlen_q"],
+            query=q,
+            key=k,
+            value=v,
+            cu_seqlens_q=bound["cu_seqlens_q"],
+            cu_seqlens_k=bound["cu_seqlens_k"],
+            max_seqlen_q=bound["max_seqlen_q"],
             max_seqlen_k=bound["max_seqlen_k"],
         )
     for q_shape, k_shape, v_shape, _ in shapes:
@@ -229,9 +239,7 @@ def attention_mapping(attention: str = "kernel", recompute: bool = False) -> dic
 
 def _check_mode(attention, recompute) -> None:
     if attention not in ATTENTION_MODES:
-        raise ValueError(
-            f"attention must be one of {', '.join(repr(m) for m in ATTENTION_MODES)}, got {attention!r}"
-        )
+        raise ValueError(f"attention must be one of {', '.join(repr(m) for m in ATTENTION_MODES)}, got {attention!r}")
     if not isinstance(recompute, bool):
         raise TypeError(f"recompute must be True or False, got {type(recompute).__name__} {recompute!r}")
     if recompute and attention == "raw":
@@ -320,10 +328,12 @@ class FlopAudit:
                 f"{op:<{width}}  {self.forward_by_op.get(op, 0):>16,}  "
                 f"{self.backward_by_op.get(op, 0):>16,}  {share:>6.1%}"
             )
-        lines.append(f"{'total':<{width}}  {self.forward:>16,}  {self.backward:>16,}  "
-                     f"{1.0 if self.total else 0.0:>6.1%}")
-        lines.append(f"(attention counted as {self.attention!r}"
-                     f"{', with backward recompute' if self.recompute else ''})")
+        lines.append(
+            f"{'total':<{width}}  {self.forward:>16,}  {self.backward:>16,}  {1.0 if self.total else 0.0:>6.1%}"
+        )
+        lines.append(
+            f"(attention counted as {self.attention!r}{', with backward recompute' if self.recompute else ''})"
+        )
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -334,8 +344,7 @@ def _loss_of(out) -> torch.Tensor:
     t = out[0] if isinstance(out, (tuple, list)) and out else out
     if not isinstance(t, torch.Tensor):
         raise TypeError(
-            "backward=True needs fn to return a tensor (or a tuple whose first item is one), "
-            f"got {type(out).__name__}"
+            f"backward=True needs fn to return a tensor (or a tuple whose first item is one), got {type(out).__name__}"
         )
     if not t.requires_grad:
         raise ValueError(
@@ -346,8 +355,7 @@ def _loss_of(out) -> torch.Tensor:
 
 
 def count_flops(
-    fn: Callable, *args, backward: bool = False, attention: str = "kernel",
-    recompute: bool = False, **kwargs
+    fn: Callable, *args, backward: bool = False, attention: str = "kernel", recompute: bool = False, **kwargs
 ) -> FlopAudit:
     """Run ``fn(*args, **kwargs)`` under FlopCounterMode and return a :class:`FlopAudit`.
 
@@ -397,8 +405,14 @@ def count_flops(
 #: A decoder small enough to audit in well under a second on a CPU: d_ff = 352 is
 #: 8d/3 = 341 rounded up to a multiple of 32; 533,120 parameters.
 TINY_CONFIG = TransformerConfig(
-    d_model=128, d_ff=352, n_layers=2, n_heads=4, vocab=512, seq_len=128,
-    gated=True, tied_embeddings=False,
+    d_model=128,
+    d_ff=352,
+    n_layers=2,
+    n_heads=4,
+    vocab=512,
+    seq_len=128,
+    gated=True,
+    tied_embeddings=False,
 )
 
 
@@ -468,9 +482,17 @@ class TinyDecoder(nn.Module):
         super().__init__()
         if not isinstance(cfg, TransformerConfig):
             raise TypeError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
-        plain = dict(n_kv_heads=cfg.n_heads, head_dim=cfg.d_model // cfg.n_heads, bias=False, qkv_bias=False,
-                     norm="rmsnorm", norms_per_layer=2, learned_positions=None, n_experts=1,
-                     sliding_window=None)
+        plain = dict(
+            n_kv_heads=cfg.n_heads,
+            head_dim=cfg.d_model // cfg.n_heads,
+            bias=False,
+            qkv_bias=False,
+            norm="rmsnorm",
+            norms_per_layer=2,
+            learned_positions=None,
+            n_experts=1,
+            sliding_window=None,
+        )
         unsupported = [k for k, v in plain.items() if getattr(cfg, k) != v]
         if unsupported or cfg.d_model % cfg.n_heads:
             raise ValueError(
@@ -500,14 +522,16 @@ class TinyDecoder(nn.Module):
         return self.unembed(self.norm(x))
 
 
-def tiny_decoder(cfg: TransformerConfig = TINY_CONFIG, *, seed: int = 0, dtype=torch.float32,
-                 device=None) -> TinyDecoder:
+def tiny_decoder(
+    cfg: TransformerConfig = TINY_CONFIG, *, seed: int = 0, dtype=torch.float32, device=None
+) -> TinyDecoder:
     """A :class:`TinyDecoder` for ``cfg`` (default :data:`TINY_CONFIG`), weights seeded by ``seed``."""
     return TinyDecoder(cfg, seed=seed, dtype=dtype, device=device)
 
 
-def random_tokens(cfg: TransformerConfig = TINY_CONFIG, batch=1, seq_len=None, *, seed: int = 0,
-                  device=None) -> torch.Tensor:
+def random_tokens(
+    cfg: TransformerConfig = TINY_CONFIG, batch=1, seq_len=None, *, seed: int = 0, device=None
+) -> torch.Tensor:
     """Random token ids of shape (batch, seq_len), seq_len defaulting to ``cfg.seq_len``."""
     batch = _positive_int(batch, "batch", "sequences")
     s = cfg.seq_len if seq_len is None else _positive_int(seq_len, "seq_len", "tokens")
@@ -535,8 +559,9 @@ class Crosscheck:
         return (self.counted - self.analytic) / self.analytic
 
 
-def crosscheck(cfg: TransformerConfig = TINY_CONFIG, batch=1, seq_len=None, *, backward=True,
-               attention="kernel", seed: int = 0) -> Crosscheck:
+def crosscheck(
+    cfg: TransformerConfig = TINY_CONFIG, batch=1, seq_len=None, *, backward=True, attention="kernel", seed: int = 0
+) -> Crosscheck:
     """Count a :class:`TinyDecoder` with :func:`count_flops` and compare with the analytic count."""
     model = tiny_decoder(cfg, seed=seed)
     tokens = random_tokens(cfg, batch, seq_len, seed=seed)
@@ -544,6 +569,4 @@ def crosscheck(cfg: TransformerConfig = TINY_CONFIG, batch=1, seq_len=None, *, b
     b, s = tokens.shape
     per_token = cfg.flops_per_token(causal=True, seq_len=s)
     analytic = b * s * (per_token.fwd_bwd_per_token if backward else per_token.fwd_per_token)
-    return Crosscheck(
-        counted=audit.total, analytic=analytic, tokens=b * s, backward=backward, audit=audit
-    )
+    return Crosscheck(counted=audit.total, analytic=analytic, tokens=b * s, backward=backward, audit=audit)

@@ -42,6 +42,7 @@ communication hides under the compute (*overlap*).
 The live measurement (:func:`measure_collectives`) runs ``torch.distributed`` in local
 processes; torch is imported only there, so ``import roofline_lib`` stays light.
 """
+
 from __future__ import annotations
 
 import math
@@ -94,8 +95,12 @@ COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "poin
 ALGORITHMS = ("ring", "tree")
 
 _SPELLINGS = {
-    "allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-    "alltoall": "all_to_all", "pointtopoint": "point_to_point", "p2p": "point_to_point",
+    "allreduce": "all_reduce",
+    "allgather": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "alltoall": "all_to_all",
+    "pointtopoint": "point_to_point",
+    "p2p": "point_to_point",
     "sendrecv": "point_to_point",
 }
 
@@ -201,8 +206,9 @@ def _bandwidth(bytes_per_s) -> float:
     return _positive(bytes_per_s, "bytes_per_s", "bytes per second (one direction)")
 
 
-def collective_cost(collective, message_bytes, n_ranks, alpha_seconds, bytes_per_s,
-                    algorithm: str = "ring") -> CollectiveCost:
+def collective_cost(
+    collective, message_bytes, n_ranks, alpha_seconds, bytes_per_s, algorithm: str = "ring"
+) -> CollectiveCost:
     """The alpha-beta price of one collective (see the module's table).
 
     ``bytes_per_s`` is one rank's one-direction link bandwidth, as a number, a
@@ -222,14 +228,25 @@ def collective_cost(collective, message_bytes, n_ranks, alpha_seconds, bytes_per
     seconds = latency + wire
     algbw = s / seconds
     return CollectiveCost(
-        collective=c, algorithm=a, n_ranks=n, message_bytes=s, steps=steps, bytes_per_rank=per_rank,
-        alpha_seconds=alpha, bytes_per_s=bw, latency_seconds=latency, bandwidth_seconds=wire,
-        seconds=seconds, algorithm_bytes_per_s=algbw, bus_bytes_per_s=algbw * bus_bandwidth_factor(c, n),
+        collective=c,
+        algorithm=a,
+        n_ranks=n,
+        message_bytes=s,
+        steps=steps,
+        bytes_per_rank=per_rank,
+        alpha_seconds=alpha,
+        bytes_per_s=bw,
+        latency_seconds=latency,
+        bandwidth_seconds=wire,
+        seconds=seconds,
+        algorithm_bytes_per_s=algbw,
+        bus_bytes_per_s=algbw * bus_bandwidth_factor(c, n),
     )
 
 
-def collective_seconds(collective, message_bytes, n_ranks, alpha_seconds, bytes_per_s,
-                       algorithm: str = "ring") -> float:
+def collective_seconds(
+    collective, message_bytes, n_ranks, alpha_seconds, bytes_per_s, algorithm: str = "ring"
+) -> float:
     """Seconds of one collective under the alpha-beta model (:func:`collective_cost`'s total)."""
     return collective_cost(collective, message_bytes, n_ranks, alpha_seconds, bytes_per_s, algorithm).seconds
 
@@ -279,7 +296,9 @@ def network_roof(gpu, link, precision: str = "bf16") -> Roof:
     name = _link_name(link)
     p = precision.lower() if isinstance(precision, str) else precision
     return Roof(
-        spec.peak_flops_per_s(precision), _bandwidth(link), f"{spec.name} {p} over {name}",
+        spec.peak_flops_per_s(precision),
+        _bandwidth(link),
+        f"{spec.name} {p} over {name}",
         compute_label=f"{spec.name} dense {p} compute peak",
         memory_label=f"{name} link bandwidth (one direction)",
     )
@@ -342,8 +361,17 @@ class CommsVerdict:
         return text
 
 
-def comms_verdict(flops, bytes_sent, gpu, link, precision: str = "bf16", *, latency_seconds=0.0,
-                  overlap_fraction=0.0, measured_seconds=None) -> CommsVerdict:
+def comms_verdict(
+    flops,
+    bytes_sent,
+    gpu,
+    link,
+    precision: str = "bf16",
+    *,
+    latency_seconds=0.0,
+    overlap_fraction=0.0,
+    measured_seconds=None,
+) -> CommsVerdict:
     """Classify a parallel step: comms intensity against the network ridge, and what overlap hides.
 
     ``flops`` and ``bytes_sent`` are per GPU per step (``bytes_sent`` as
@@ -370,17 +398,39 @@ def comms_verdict(flops, bytes_sent, gpu, link, precision: str = "bf16", *, late
         the_roof.check(f / measured, b / measured, what="this parallel step")  # the one plausibility rule
         efficiency = step / measured if measured >= step else 1.0
     return CommsVerdict(
-        gpu=spec.name, link=_link_name(link), precision=precision.lower(), flops=f, bytes_sent=b,
-        intensity=f / b, ridge=the_roof.ridge, bound="comms" if comms > compute else "compute",
-        compute_seconds=compute, comms_seconds=comms, overlap_fraction=overlap,
-        exposed_comms_seconds=exposed, step_seconds=step, comms_share=exposed / step,
-        measured_seconds=measured, efficiency=efficiency,
+        gpu=spec.name,
+        link=_link_name(link),
+        precision=precision.lower(),
+        flops=f,
+        bytes_sent=b,
+        intensity=f / b,
+        ridge=the_roof.ridge,
+        bound="comms" if comms > compute else "compute",
+        compute_seconds=compute,
+        comms_seconds=comms,
+        overlap_fraction=overlap,
+        exposed_comms_seconds=exposed,
+        step_seconds=step,
+        comms_share=exposed / step,
+        measured_seconds=measured,
+        efficiency=efficiency,
     )
 
 
-def data_parallel_step(n_params, tokens_per_gpu, n_gpus, gpu, link, precision: str = "bf16", *,
-                       grad_bytes_per_param=None, alpha_seconds=0.0, algorithm: str = "ring",
-                       overlap_fraction=0.0, measured_seconds=None) -> CommsVerdict:
+def data_parallel_step(
+    n_params,
+    tokens_per_gpu,
+    n_gpus,
+    gpu,
+    link,
+    precision: str = "bf16",
+    *,
+    grad_bytes_per_param=None,
+    alpha_seconds=0.0,
+    algorithm: str = "ring",
+    overlap_fraction=0.0,
+    measured_seconds=None,
+) -> CommsVerdict:
     """One data-parallel training step: 6N FLOPs per token, then an all-reduce of every gradient.
 
     Per GPU: ``flops = 6 * n_params * tokens_per_gpu`` (the 6N convention); the gradient
@@ -390,15 +440,25 @@ def data_parallel_step(n_params, tokens_per_gpu, n_gpus, gpu, link, precision: s
     """
     n = _ranks(n_gpus, "data-parallel all_reduce")
     tokens = _positive(tokens_per_gpu, "tokens_per_gpu", "tokens")
-    grad_bytes = (bytes_per_element(precision) if grad_bytes_per_param is None
-                  else _positive(grad_bytes_per_param, "grad_bytes_per_param", "bytes per parameter"))
+    grad_bytes = (
+        bytes_per_element(precision)
+        if grad_bytes_per_param is None
+        else _positive(grad_bytes_per_param, "grad_bytes_per_param", "bytes per parameter")
+    )
     flops = training_flops_per_token(n_params) * tokens
     message = _positive(n_params, "n_params", "parameters") * grad_bytes
     steps = collective_steps("all_reduce", n, algorithm)
     alpha = _positive(alpha_seconds, "alpha_seconds", "seconds", allow_zero=True)
-    return comms_verdict(flops, collective_bytes_per_rank("all_reduce", message, n, algorithm), gpu, link,
-                         precision, latency_seconds=steps * alpha, overlap_fraction=overlap_fraction,
-                         measured_seconds=measured_seconds)
+    return comms_verdict(
+        flops,
+        collective_bytes_per_rank("all_reduce", message, n, algorithm),
+        gpu,
+        link,
+        precision,
+        latency_seconds=steps * alpha,
+        overlap_fraction=overlap_fraction,
+        measured_seconds=measured_seconds,
+    )
 
 
 #: All-reduces per transformer layer under Megatron-style tensor parallelism, per pass: one after
@@ -406,9 +466,21 @@ def data_parallel_step(n_params, tokens_per_gpu, n_gpus, gpu, link, precision: s
 _TP_ALL_REDUCES_PER_LAYER = 2
 
 
-def tensor_parallel_layer(d_model, d_ff, tokens, tp, gpu, link, precision: str = "bf16", *,
-                          gated: bool = True, alpha_seconds=0.0, algorithm: str = "ring",
-                          overlap_fraction=0.0, measured_seconds=None) -> CommsVerdict:
+def tensor_parallel_layer(
+    d_model,
+    d_ff,
+    tokens,
+    tp,
+    gpu,
+    link,
+    precision: str = "bf16",
+    *,
+    gated: bool = True,
+    alpha_seconds=0.0,
+    algorithm: str = "ring",
+    overlap_fraction=0.0,
+    measured_seconds=None,
+) -> CommsVerdict:
     """One transformer layer's forward under ``tp``-way tensor parallelism (Megatron style).
 
     Per GPU: its ``1 / tp`` of the layer's weight FLOPs, ``2 * params_per_layer / tp`` per token
@@ -425,8 +497,16 @@ def tensor_parallel_layer(d_model, d_ff, tokens, tp, gpu, link, precision: str =
     per_rank = _TP_ALL_REDUCES_PER_LAYER * collective_bytes_per_rank("all_reduce", message, t, algorithm)
     alpha = _positive(alpha_seconds, "alpha_seconds", "seconds", allow_zero=True)
     latency = _TP_ALL_REDUCES_PER_LAYER * collective_steps("all_reduce", t, algorithm) * alpha
-    return comms_verdict(flops, per_rank, gpu, link, precision, latency_seconds=latency,
-                         overlap_fraction=overlap_fraction, measured_seconds=measured_seconds)
+    return comms_verdict(
+        flops,
+        per_rank,
+        gpu,
+        link,
+        precision,
+        latency_seconds=latency,
+        overlap_fraction=overlap_fraction,
+        measured_seconds=measured_seconds,
+    )
 
 
 # ---------------------------------------------------------------------------------- fitting alpha, beta
@@ -451,13 +531,15 @@ class AlphaBetaFit:
 
     def predict_seconds(self, message_bytes) -> float:
         """The fitted model's time for a message of ``message_bytes``."""
-        return collective_seconds(self.collective, message_bytes, self.n_ranks, self.alpha_seconds,
-                                  self.bytes_per_s, self.algorithm)
+        return collective_seconds(
+            self.collective, message_bytes, self.n_ranks, self.alpha_seconds, self.bytes_per_s, self.algorithm
+        )
 
     def crossover_bytes(self) -> float:
         """Where latency stops dominating, under the fitted alpha and bandwidth."""
-        return latency_crossover_bytes(self.collective, self.n_ranks, self.alpha_seconds, self.bytes_per_s,
-                                       self.algorithm)
+        return latency_crossover_bytes(
+            self.collective, self.n_ranks, self.alpha_seconds, self.bytes_per_s, self.algorithm
+        )
 
     def __str__(self) -> str:
         return (
@@ -473,8 +555,13 @@ def _series(values, name: str, unit: str) -> np.ndarray:
     return np.array([_positive(v, f"{name}[{i}]", unit) for i, v in enumerate(values)], dtype=float)
 
 
-def fit_alpha_beta(message_bytes: Sequence[float], seconds: Sequence[float], collective="all_reduce",
-                   n_ranks=2, algorithm: str = "ring") -> AlphaBetaFit:
+def fit_alpha_beta(
+    message_bytes: Sequence[float],
+    seconds: Sequence[float],
+    collective="all_reduce",
+    n_ranks=2,
+    algorithm: str = "ring",
+) -> AlphaBetaFit:
     """Fit ``seconds = steps * alpha + bytes_per_rank / bytes_per_s`` to measured timings.
 
     A straight line ``t = a + b * S`` by least squares on *relative* error (each point weighted
@@ -512,8 +599,13 @@ def fit_alpha_beta(message_bytes: Sequence[float], seconds: Sequence[float], col
     predicted = intercept + slope * sizes
     worst = float(np.max(np.abs(predicted - times) / times))
     return AlphaBetaFit(
-        collective=c, algorithm=a, n_ranks=n, alpha_seconds=float(alpha), bytes_per_s=float(bw),
-        message_bytes=tuple(float(x) for x in sizes), seconds=tuple(float(x) for x in times),
+        collective=c,
+        algorithm=a,
+        n_ranks=n,
+        alpha_seconds=float(alpha),
+        bytes_per_s=float(bw),
+        message_bytes=tuple(float(x) for x in sizes),
+        seconds=tuple(float(x) for x in times),
         max_relative_residual=worst,
     )
 
@@ -570,7 +662,7 @@ class CollectiveMeasurement:
 
 
 _MEASURABLE = ("all_reduce", "all_gather")
-_DEFAULT_SIZES = tuple(4 ** k for k in range(5, 13))  # 1 KiB to 16 MiB in steps of 4x
+_DEFAULT_SIZES = tuple(4**k for k in range(5, 13))  # 1 KiB to 16 MiB in steps of 4x
 
 
 def _loopback_interface() -> str | None:
@@ -657,10 +749,16 @@ def _worker_main(argv=None) -> None:
         print(json.dumps(rows), flush=True)
 
 
-def measure_collectives(n_ranks: int = 2, message_bytes: Sequence[int] = _DEFAULT_SIZES,
-                        collectives: Sequence[str] = _MEASURABLE, *, repeats: int = 5,
-                        budget_s_per_repeat: float = 0.005, backend: str = "auto",
-                        timeout_s: float = 60.0) -> CollectiveMeasurement:
+def measure_collectives(
+    n_ranks: int = 2,
+    message_bytes: Sequence[int] = _DEFAULT_SIZES,
+    collectives: Sequence[str] = _MEASURABLE,
+    *,
+    repeats: int = 5,
+    budget_s_per_repeat: float = 0.005,
+    backend: str = "auto",
+    timeout_s: float = 60.0,
+) -> CollectiveMeasurement:
     """Time all-reduce and all-gather on ``n_ranks`` local processes with torch.distributed.
 
     Every process talks to the others over 127.0.0.1 only: the rendezvous is a file in a fresh
@@ -693,8 +791,10 @@ def measure_collectives(n_ranks: int = 2, message_bytes: Sequence[int] = _DEFAUL
         raise ValueError("message_bytes must hold at least one size in bytes")
     for s in sizes:
         if s % (4 * n):
-            raise ValueError(f"message_bytes must be multiples of 4 * n_ranks = {4 * n} bytes "
-                             f"(float32, split evenly across ranks), got {s}")
+            raise ValueError(
+                f"message_bytes must be multiples of 4 * n_ranks = {4 * n} bytes "
+                f"(float32, split evenly across ranks), got {s}"
+            )
     reps = _positive_int(repeats, "repeats", "repeats")
     budget = _positive(budget_s_per_repeat, "budget_s_per_repeat", "seconds")
     timeout = _positive(timeout_s, "timeout_s", "seconds")
@@ -710,8 +810,10 @@ def measure_collectives(n_ranks: int = 2, message_bytes: Sequence[int] = _DEFAUL
     loopback = _loopback_interface()
     if loopback is None and backend == "gloo":
         shutil.rmtree(folder, ignore_errors=True)
-        raise RuntimeError("no loopback network interface ('lo' or 'lo0') found: gloo would bind to another "
-                           "address, and this measurement talks over 127.0.0.1 only")
+        raise RuntimeError(
+            "no loopback network interface ('lo' or 'lo0') found: gloo would bind to another "
+            "address, and this measurement talks over 127.0.0.1 only"
+        )
     if loopback:
         env["GLOO_SOCKET_IFNAME"] = loopback  # gloo's pair sockets on 127.0.0.1 only
     code = inspect.getsource(_worker_main) + "\n_worker_main()\n"  # the worker needs no roofline_lib
@@ -724,17 +826,35 @@ def measure_collectives(n_ranks: int = 2, message_bytes: Sequence[int] = _DEFAUL
     deadline = time.monotonic() + timeout
     try:
         for rank in range(n):
-            cfg = {"rank": rank, "n_ranks": n, "store_path": os.path.join(folder, "store"), "backend": backend,
-                   "collectives": names, "sizes": sizes, "repeats": reps, "budget_s": budget, "timeout_s": timeout}
+            cfg = {
+                "rank": rank,
+                "n_ranks": n,
+                "store_path": os.path.join(folder, "store"),
+                "backend": backend,
+                "collectives": names,
+                "sizes": sizes,
+                "repeats": reps,
+                "budget_s": budget,
+                "timeout_s": timeout,
+            }
             # output to files, not pipes: a rank that writes much can never block on a full pipe
             with open(log(rank, "out"), "w") as out, open(log(rank, "err"), "w") as err:
-                procs.append(subprocess.Popen([sys.executable, "-c", code, json.dumps(cfg)], env=env,
-                                              stdout=out, stderr=err, stdin=subprocess.DEVNULL))
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-c", code, json.dumps(cfg)],
+                        env=env,
+                        stdout=out,
+                        stderr=err,
+                        stdin=subprocess.DEVNULL,
+                    )
+                )
         for rank, p in enumerate(procs):
             try:
                 p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                raise TimeoutError(f"rank {rank} of {n} did not finish within timeout_s = {timeout:g} seconds") from None
+                raise TimeoutError(
+                    f"rank {rank} of {n} did not finish within timeout_s = {timeout:g} seconds"
+                ) from None
             if p.returncode != 0:
                 with open(log(rank, "err")) as err:
                     raise RuntimeError(f"rank {rank} of {n} failed (exit {p.returncode}): {err.read()[-2000:]}")
@@ -752,10 +872,12 @@ def measure_collectives(n_ranks: int = 2, message_bytes: Sequence[int] = _DEFAUL
     payload = json.loads(printed.strip().splitlines()[-1])
     wall = time.perf_counter() - started
     timings = tuple(
-        CollectiveTiming(collective=name, n_ranks=n, message_bytes=size, seconds=float(min(per_call)),
-                         repeats=tuple(per_call))
+        CollectiveTiming(
+            collective=name, n_ranks=n, message_bytes=size, seconds=float(min(per_call)), repeats=tuple(per_call)
+        )
         for name, size, per_call in payload
     )
     device = "cuda" if backend == "nccl" else "cpu"
-    return CollectiveMeasurement(backend=backend, device=device, n_ranks=n, torch_version=torch.__version__,
-                                 timings=timings, wall_seconds=wall)
+    return CollectiveMeasurement(
+        backend=backend, device=device, n_ranks=n, torch_version=torch.__version__, timings=timings, wall_seconds=wall
+    )

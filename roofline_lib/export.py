@@ -5,6 +5,7 @@ The site reads the same numbers the library does: :func:`write_registry_js` writ
 reaches the browser by re-running the export, never by editing a second copy. All numbers stay
 SI (bytes, bytes/s, FLOP/s, FLOP/byte); the page converts them for display.
 """
+
 from __future__ import annotations
 
 import json
@@ -95,23 +96,45 @@ def _model_record(key: str) -> dict[str, Any]:
     gather = cfg.d_model * (2 if cfg.learned_positions else 1)  # a token row (and a position row)
     read_at_one = decode_step_bytes_of(cfg, 1, bytes_per_param=1).weights  # in parameters
     fixed = read_at_one - gather - (cfg.experts_per_token * per_expert if cfg.is_moe else 0)
-    return {"key": key, "name": cfg.name, "n_params": cfg.n_params(), "active_params": cfg.active_params(),
-            "fixed_params": fixed, "gather_params_per_sequence": gather, "params_per_expert": per_expert,
-            "n_experts": cfg.n_experts, "experts_per_token": cfg.experts_per_token,
-            "flops_per_token": decode_flops_per_token(cfg)}
+    return {
+        "key": key,
+        "name": cfg.name,
+        "n_params": cfg.n_params(),
+        "active_params": cfg.active_params(),
+        "fixed_params": fixed,
+        "gather_params_per_sequence": gather,
+        "params_per_expert": per_expert,
+        "n_experts": cfg.n_experts,
+        "experts_per_token": cfg.experts_per_token,
+        "flops_per_token": decode_flops_per_token(cfg),
+    }
 
 
 def _link_record(key: str, spec) -> dict[str, Any]:
     """One interconnect link: one-direction bytes/s (the figure the comms model uses) and its source."""
-    return {"key": key, "name": spec.name, "kind": spec.kind, "aliases": list(spec.aliases),
-            "bytes_per_s": float(spec.bytes_per_s), "per": spec.per, "source": spec.source}
+    return {
+        "key": key,
+        "name": spec.name,
+        "kind": spec.kind,
+        "aliases": list(spec.aliases),
+        "bytes_per_s": float(spec.bytes_per_s),
+        "per": spec.per,
+        "source": spec.source,
+    }
 
 
 def _node_record(key: str, spec) -> dict[str, Any]:
     """One multi-GPU node: its GPU's key, GPU count, and the link keys inside and out of it."""
-    return {"key": key, "name": spec.name, "gpu": spec.gpu.key, "n_gpus": spec.n_gpus,
-            "scale_up": spec.scale_up.key, "scale_out": spec.scale_out.key,
-            "scale_out_ports": spec.scale_out_ports, "source": spec.source}
+    return {
+        "key": key,
+        "name": spec.name,
+        "gpu": spec.gpu.key,
+        "n_gpus": spec.n_gpus,
+        "scale_up": spec.scale_up.key,
+        "scale_out": spec.scale_out.key,
+        "scale_out_ports": spec.scale_out_ports,
+        "source": spec.source,
+    }
 
 
 def registry_json(*, indent: int | None = 2) -> str:
@@ -134,7 +157,5 @@ def write_registry_json(path) -> Path:
 def write_registry_js(path) -> Path:
     """Write ``window.ROOFLINE_REGISTRY = {...};`` for a ``<script>`` tag and return its path."""
     target = Path(path)
-    target.write_text(
-        _JS_HEADER + "window.ROOFLINE_REGISTRY = " + registry_json() + ";\n", encoding="utf-8"
-    )
+    target.write_text(_JS_HEADER + "window.ROOFLINE_REGISTRY = " + registry_json() + ";\n", encoding="utf-8")
     return target

@@ -17,6 +17,7 @@ Practice mode is the same judge in another process: ``python -m roofline_lib.gra
 --practice`` serves the exercises' check cells (``observer.check``) line by line. See the
 README's "Grading" section for what each mode shows and for the threat model.
 """
+
 from __future__ import annotations
 
 import csv
@@ -120,8 +121,7 @@ class StudentResult:
 
 
 def _part_result(part: key.Part, status: str, message: str = "") -> PartResult:
-    return PartResult(part.key, part.title, status, part.marks if status == "correct" else 0,
-                      part.marks, message)
+    return PartResult(part.key, part.title, status, part.marks if status == "correct" else 0, part.marks, message)
 
 
 # ============================================================================ notebooks
@@ -162,8 +162,10 @@ def _read_cells(path: Path) -> list[tuple[str, list[str]]]:
 
 
 def _publish_source(part: key.Part, plan: dict) -> str:
-    return ("import roofline_lib.observer as _roofline_observer\n"
-            f"_roofline_observer.publish({part.key!r}, globals(), {json.dumps(json.dumps(plan))})\n")
+    return (
+        "import roofline_lib.observer as _roofline_observer\n"
+        f"_roofline_observer.publish({part.key!r}, globals(), {json.dumps(json.dumps(plan))})\n"
+    )
 
 
 def _graded_cells(cells, exercise: key.Exercise, plans: dict[str, dict]):
@@ -177,8 +179,8 @@ def _graded_cells(cells, exercise: key.Exercise, plans: dict[str, dict]):
     last_answer = {}
     for i, (_, tags) in enumerate(kept):
         for t in tags:
-            if t.startswith("answer-") and t[len("answer-"):] in plans:
-                last_answer[t[len("answer-"):]] = i
+            if t.startswith("answer-") and t[len("answer-") :] in plans:
+                last_answer[t[len("answer-") :]] = i
     out, publish_of = [], {}
     for i, (source, _) in enumerate(kept):
         out.append({"source": source, "injected": False})
@@ -208,7 +210,8 @@ def _package_copy(root: Path) -> Path:
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns(*left_out, "__pycache__", "*.pyc"))
     for name in left_out:  # a stub, so that no other finder supplies the real module instead
         (dest / name).write_text(
-            f'raise ImportError("roofline_lib.{name[:-3]} is not available inside a graded kernel")\n')
+            f'raise ImportError("roofline_lib.{name[:-3]} is not available inside a graded kernel")\n'
+        )
     return dest.parent
 
 
@@ -294,8 +297,12 @@ def _run_worker(cells, scratch: Path, kernel_env: dict, time_limit_s: float):
     job = json.dumps({"cells": cells, "kernel_env": kernel_env, "secret": secret, "run_as": run_as})
     proc = subprocess.Popen(
         [sys.executable, "-m", "roofline_lib._grading_worker"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        cwd=work, env=worker_env, start_new_session=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=work,
+        env=worker_env,
+        start_new_session=True,
     )
     kernel_pid = None
     cell_events, begun, died_at, end = {}, -1, None, "finished"
@@ -366,17 +373,22 @@ def _run_worker(cells, scratch: Path, kernel_env: dict, time_limit_s: float):
     return cell_events, end, (died_at if died_at is not None else begun)
 
 
-def _grade_notebook(path: Path, submission_root: Path, rng: random.Random, time_limit_s: float,
-                    scratch_root: Path, label: str) -> NotebookResult:
+def _grade_notebook(
+    path: Path, submission_root: Path, rng: random.Random, time_limit_s: float, scratch_root: Path, label: str
+) -> NotebookResult:
     started = time.monotonic()
     exercise = exercise_of(path)
     parts = key.parts_of(exercise.key)
     try:
         cells = _read_cells(path)
     except Exception as err:  # noqa: BLE001 - unreadable input is reported, not raised
-        return NotebookResult(str(path), exercise.key, exercise.title,
-                              [_part_result(p, "not graded") for p in parts],
-                              f"cannot read the notebook ({type(err).__name__}: {str(err)[:200]})")
+        return NotebookResult(
+            str(path),
+            exercise.key,
+            exercise.title,
+            [_part_result(p, "not graded") for p in parts],
+            f"cannot read the notebook ({type(err).__name__}: {str(err)[:200]})",
+        )
     probes = {p.key: key.draw_probes(p, rng) for p in parts}
     plans = {p.key: key.plan_of(p, probes[p.key]) for p in parts}
     graded, part_of_cell, publish_of = _graded_cells(cells, exercise, plans)
@@ -391,11 +403,15 @@ def _grade_notebook(path: Path, submission_root: Path, rng: random.Random, time_
     if end == "died":
         problem = f"the kernel died during part {part_of_cell.get(stopped_at, parts[0].key)}"
     elif end == "time limit":
-        problem = (f"the time limit of {time_limit_s:g} s was reached during part "
-                   f"{part_of_cell.get(max(stopped_at, 0), parts[0].key)}")
+        problem = (
+            f"the time limit of {time_limit_s:g} s was reached during part "
+            f"{part_of_cell.get(max(stopped_at, 0), parts[0].key)}"
+        )
     elif end == "worker gone":
-        problem = (f"the grading worker stopped (was it killed?) during part "
-                   f"{part_of_cell.get(max(stopped_at, 0), parts[0].key)}")
+        problem = (
+            f"the grading worker stopped (was it killed?) during part "
+            f"{part_of_cell.get(max(stopped_at, 0), parts[0].key)}"
+        )
     for part in parts:
         event = events.get(publish_of[part.key])
         if event is None:
@@ -403,20 +419,29 @@ def _grade_notebook(path: Path, submission_root: Path, rng: random.Random, time_
             continue
         observations = event.get("observations") or []
         if len(observations) != 1:
-            results.append(_part_result(part, "error", "the check published no result: was the "
-                                        "observer replaced?" if not observations else
-                                        "the check published more than one result."))
+            results.append(
+                _part_result(
+                    part,
+                    "error",
+                    "the check published no result: was the observer replaced?"
+                    if not observations
+                    else "the check published more than one result.",
+                )
+            )
             continue
         verdict = key.judge(part, observations[0], probes[part.key])
         message = verdict.submit
-        answer_errors = [events[i].get("error") for i in range(publish_of[part.key])
-                         if part_of_cell.get(i) == part.key and i in events and events[i].get("error")
-                         and not graded[i]["injected"]]
+        answer_errors = [
+            events[i].get("error")
+            for i in range(publish_of[part.key])
+            if part_of_cell.get(i) == part.key and i in events and events[i].get("error") and not graded[i]["injected"]
+        ]
         if answer_errors and verdict.status != "correct":
             message = f"a cell of this part raised {answer_errors[0]}. {message}".strip()
         results.append(_part_result(part, verdict.status, message))
-    return NotebookResult(str(path), exercise.key, exercise.title, results, problem,
-                          round(time.monotonic() - started, 2))
+    return NotebookResult(
+        str(path), exercise.key, exercise.title, results, problem, round(time.monotonic() - started, 2)
+    )
 
 
 # ============================================================================ a class
@@ -428,8 +453,9 @@ def _student_notebooks(entry: Path) -> list[Path]:
     return [entry] if _is_notebook(entry) and exercise_of(entry) else []
 
 
-def _grade_all(students: list[tuple[str, Path, list[Path]]], *, workers: int, time_limit_s: float,
-               seed: int) -> list[StudentResult]:
+def _grade_all(
+    students: list[tuple[str, Path, list[Path]]], *, workers: int, time_limit_s: float, seed: int
+) -> list[StudentResult]:
     rng_master = random.Random(seed)
     jobs = []
     for s_index, (name, root, notebooks) in enumerate(students):
@@ -444,13 +470,16 @@ def _grade_all(students: list[tuple[str, Path, list[Path]]], *, workers: int, ti
             s_index, nb, root, rng = job
             label = f"s{s_index:03d}-{exercise_of(nb).key}"
             try:
-                return job, _grade_notebook(nb, root if root.is_dir() else nb, rng, time_limit_s,
-                                            scratch_root, label)
+                return job, _grade_notebook(nb, root if root.is_dir() else nb, rng, time_limit_s, scratch_root, label)
             except Exception as err:  # noqa: BLE001 - one notebook never stops the class
                 ex = exercise_of(nb)
-                return job, NotebookResult(str(nb), ex.key, ex.title,
-                                           [_part_result(p, "not graded") for p in key.parts_of(ex.key)],
-                                           f"the grader could not run this notebook ({type(err).__name__})")
+                return job, NotebookResult(
+                    str(nb),
+                    ex.key,
+                    ex.title,
+                    [_part_result(p, "not graded") for p in key.parts_of(ex.key)],
+                    f"the grader could not run this notebook ({type(err).__name__})",
+                )
 
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             for job, result in pool.map(one, jobs):
@@ -474,8 +503,13 @@ def _default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def grade_paths(paths: Sequence[str | os.PathLike], *, workers: int | None = None,
-                time_limit_s: float = DEFAULT_TIME_LIMIT_S, seed: int | None = None) -> StudentResult:
+def grade_paths(
+    paths: Sequence[str | os.PathLike],
+    *,
+    workers: int | None = None,
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    seed: int | None = None,
+) -> StudentResult:
     """Grade one student's exercise notebooks (``exercises/*.md``); usage errors raise GradeError."""
     files = [Path(p) for p in paths]
     _check_inputs(files)
@@ -493,8 +527,9 @@ def _check_inputs(files: list[Path]) -> None:
         raise GradeError("give one or more exercise notebooks, e.g. exercises/*.md, or --submissions DIR")
     for f in files:
         if f.is_dir():
-            raise GradeError(f"{f} is a folder, not an exercise notebook; to grade a class of "
-                             "submissions use --submissions DIR")
+            raise GradeError(
+                f"{f} is a folder, not an exercise notebook; to grade a class of submissions use --submissions DIR"
+            )
         if not f.is_file():
             raise GradeError(f"no such file: {f}")
         if exercise_of(f) is None or f.suffix not in (".md", ".ipynb"):
@@ -502,18 +537,24 @@ def _check_inputs(files: list[Path]) -> None:
             raise GradeError(f"{f} is not an exercise notebook (expected one of {known}, or .ipynb)")
 
 
-def grade_submissions(directory: str | os.PathLike, *, workers: int | None = None,
-                      time_limit_s: float = DEFAULT_TIME_LIMIT_S, seed: int | None = None) -> list[StudentResult]:
+def grade_submissions(
+    directory: str | os.PathLike,
+    *,
+    workers: int | None = None,
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    seed: int | None = None,
+) -> list[StudentResult]:
     """Grade a class: every folder or notebook directly in ``directory`` is one student."""
     root = Path(directory)
     if not root.is_dir():
         raise GradeError(f"--submissions {root}: not a folder of submissions")
-    entries = sorted(p for p in root.iterdir() if not p.name.startswith(".")
-                     and (p.is_dir() or _is_notebook(p)))
+    entries = sorted(p for p in root.iterdir() if not p.name.startswith(".") and (p.is_dir() or _is_notebook(p)))
     students = [(e.stem if e.is_file() else e.name, e, _student_notebooks(e)) for e in entries]
     if not any(nbs for _, _, nbs in students):
-        raise GradeError(f"--submissions {root}: no submission holds an exercise notebook "
-                         "(expected one folder or notebook per student, named like exN_*.md)")
+        raise GradeError(
+            f"--submissions {root}: no submission holds an exercise notebook "
+            "(expected one folder or notebook per student, named like exN_*.md)"
+        )
     seed = secrets.randbits(63) if seed is None else seed
     harden()
     return _grade_all(students, workers=workers or _default_workers(), time_limit_s=time_limit_s, seed=seed)
@@ -540,17 +581,29 @@ def gradebook_csv(students: Sequence[StudentResult]) -> str:
     return buf.getvalue()
 
 
-def report_json(students: Sequence[StudentResult], *, seed: int | None = None,
-                time_limit_s: float | None = None) -> dict:
+def report_json(
+    students: Sequence[StudentResult], *, seed: int | None = None, time_limit_s: float | None = None
+) -> dict:
     return {
         "seed": seed,  # --seed SEED draws the same probe inputs again
         "time_limit_s": time_limit_s,
         "students": [
-            {"student": s.student, "path": s.path, "marks": s.marks, "max_marks": s.max_marks,
-             "problem": s.problem,
-             "notebooks": [{**{k: v for k, v in asdict(n).items() if k != "parts"},
-                            "marks": n.marks, "max_marks": n.max_marks,
-                            "parts": [asdict(p) for p in n.parts]} for n in s.notebooks]}
+            {
+                "student": s.student,
+                "path": s.path,
+                "marks": s.marks,
+                "max_marks": s.max_marks,
+                "problem": s.problem,
+                "notebooks": [
+                    {
+                        **{k: v for k, v in asdict(n).items() if k != "parts"},
+                        "marks": n.marks,
+                        "max_marks": n.max_marks,
+                        "parts": [asdict(p) for p in n.parts],
+                    }
+                    for n in s.notebooks
+                ],
+            }
             for s in students
         ],
     }
@@ -571,8 +624,7 @@ def format_table(students: Sequence[StudentResult], *, width: int = 100, detail:
             for p in n.parts:
                 lines.append(f"    {p.part:<6} {p.title:<44.44} {p.status:<14} {p.marks}/{p.max_marks}")
                 if p.message and p.status != "correct":
-                    lines.extend(textwrap.wrap(p.message, width, initial_indent=" " * 11,
-                                               subsequent_indent=" " * 11))
+                    lines.extend(textwrap.wrap(p.message, width, initial_indent=" " * 11, subsequent_indent=" " * 11))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -608,9 +660,16 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def run_grade(paths: Sequence[str] = (), *, json_path: str | None = None, submissions: str | None = None,
-              csv_path: str | None = None, workers: int | None = None,
-              time_limit_s: float = DEFAULT_TIME_LIMIT_S, seed: int | None = None) -> int:
+def run_grade(
+    paths: Sequence[str] = (),
+    *,
+    json_path: str | None = None,
+    submissions: str | None = None,
+    csv_path: str | None = None,
+    workers: int | None = None,
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    seed: int | None = None,
+) -> int:
     """The ``roofline grade`` command. Exit code 0 full marks, 1 a mark missing, 2 usage.
 
     Output paths are checked before any notebook runs; reports are written after the last
@@ -647,8 +706,10 @@ def run_grade(paths: Sequence[str] = (), *, json_path: str | None = None, submis
     except OSError as err:
         print(f"roofline grade: error: could not write the report: {err}", file=sys.stderr)
         return EXIT_USAGE
-    full = all(s.marks == s.max_marks and s.max_marks > 0 and not s.problem
-               and not any(n.problem for n in s.notebooks) for s in students)
+    full = all(
+        s.marks == s.max_marks and s.max_marks > 0 and not s.problem and not any(n.problem for n in s.notebooks)
+        for s in students
+    )
     return EXIT_OK if full else EXIT_WRONG
 
 

@@ -16,6 +16,7 @@ Every entry carries ``source`` (the datasheet it came from) and ``notes`` (how
 a number was derived when the datasheet does not print it directly). A chip the
 registry lacks is described with :func:`accelerator`.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,9 +41,7 @@ __all__ = [
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
 #: Storage size of one element in each precision. tf32 is stored in 32 bits.
-BYTES_PER_ELEMENT = MappingProxyType(
-    {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5}
-)
+BYTES_PER_ELEMENT = MappingProxyType({"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5})
 
 _T = 1e12  # one tera
 _G = 1e9  # one giga
@@ -60,14 +59,10 @@ def bytes_per_element(precision: str) -> float:
 
 def _precision_key(precision) -> str:
     if not isinstance(precision, str):
-        raise TypeError(
-            f"precision must be a string such as 'bf16', got {type(precision).__name__} {precision!r}"
-        )
+        raise TypeError(f"precision must be a string such as 'bf16', got {type(precision).__name__} {precision!r}")
     key = precision.strip().lower()
     if key not in BYTES_PER_ELEMENT:
-        raise ValueError(
-            f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}"
-        )
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     return key
 
 
@@ -107,15 +102,14 @@ class GPUSpec:
             _number(self.l2_bytes, "l2_bytes", "bytes")
         if self.l2_bytes_per_s is not None:
             _rate(self.l2_bytes_per_s, "l2_bytes_per_s", "bytes per second", "TB/s", "7.2e12")
-        if self.sm_count is not None and (isinstance(self.sm_count, bool)
-                                          or not isinstance(self.sm_count, int) or self.sm_count < 1):
+        if self.sm_count is not None and (
+            isinstance(self.sm_count, bool) or not isinstance(self.sm_count, int) or self.sm_count < 1
+        ):
             raise ValueError(f"sm_count must be a positive whole number of SMs (or None), got {self.sm_count!r}")
         for attr, required in (("dense_flops_per_s", True), ("sparse_flops_per_s", False)):
             table = getattr(self, attr)
             if not isinstance(table, Mapping) or (required and not table):
-                raise TypeError(
-                    f"{attr} must map precision names to FLOP/s, such as {{'bf16': 989e12}}, got {table!r}"
-                )
+                raise TypeError(f"{attr} must map precision names to FLOP/s, such as {{'bf16': 989e12}}, got {table!r}")
             for precision, value in table.items():
                 _precision_key(precision)
                 _rate(value, f"{attr}[{precision!r}]", "FLOP per second", "TFLOP/s", "989e12")
@@ -152,9 +146,7 @@ class GPUSpec:
             kind = "a sparse figure for" if sparse and key in self.dense_flops_per_s else ""
             has = ", ".join(p for p in PRECISIONS if p in table) or "none"
             what = f"{kind} {key}".strip()
-            raise ValueError(
-                f"{self.name} has no {what} (precision={precision!r}); it has: {has}"
-            )
+            raise ValueError(f"{self.name} has no {what} (precision={precision!r}); it has: {has}")
         return table[key]
 
 
@@ -175,8 +167,16 @@ def _rate(value, name: str, unit: str, big_unit: str, example: str) -> float:
     return x
 
 
-def accelerator(name, peak_flops_per_s, hbm_bytes_per_s, hbm_capacity_bytes=None, *,
-                source="described by the reader", sparse_flops_per_s=None, memory_kind="HBM") -> GPUSpec:
+def accelerator(
+    name,
+    peak_flops_per_s,
+    hbm_bytes_per_s,
+    hbm_capacity_bytes=None,
+    *,
+    source="described by the reader",
+    sparse_flops_per_s=None,
+    memory_kind="HBM",
+) -> GPUSpec:
     """Describe a chip the registry lacks: a name, dense peaks by precision, bandwidth, capacity.
 
     >>> chip = accelerator("My NPU", {"bf16": 400e12, "fp8": 800e12}, hbm_bytes_per_s=2.0e12,
@@ -229,25 +229,37 @@ _A100_L2_NOTE = (
     "at the 1410 MHz boost clock (an upper bound, not a datasheet figure)."
 )
 
-_H100_SXM_SPARSE = {"tf32": 989 * _T, "bf16": 1979 * _T, "fp16": 1979 * _T,
-                    "fp8": 3958 * _T, "int8": 3958 * _T}
-_H100_PCIE_SPARSE = {"tf32": 756 * _T, "bf16": 1513 * _T, "fp16": 1513 * _T,
-                     "fp8": 3026 * _T, "int8": 3026 * _T}
+_H100_SXM_SPARSE = {"tf32": 989 * _T, "bf16": 1979 * _T, "fp16": 1979 * _T, "fp8": 3958 * _T, "int8": 3958 * _T}
+_H100_PCIE_SPARSE = {"tf32": 756 * _T, "bf16": 1513 * _T, "fp16": 1513 * _T, "fp8": 3026 * _T, "int8": 3026 * _T}
 # HGX B200 datasheet quotes an 8-GPU board; per GPU is the board figure / 8.
-_B200_SPARSE = {"tf32": 18e15 / 8, "bf16": 36e15 / 8, "fp16": 36e15 / 8,
-                "fp8": 72e15 / 8, "int8": 72e15 / 8, "fp4": 144e15 / 8}
-_L4_SPARSE = {"tf32": 120 * _T, "bf16": 242 * _T, "fp16": 242 * _T,
-              "fp8": 485 * _T, "int8": 485 * _T}
-_MI300X_SPARSE = {"tf32": 1307.4 * _T, "bf16": 2614.9 * _T, "fp16": 2614.9 * _T,
-                  "fp8": 5229.8 * _T, "int8": 5229.8 * _T}
+_B200_SPARSE = {
+    "tf32": 18e15 / 8,
+    "bf16": 36e15 / 8,
+    "fp16": 36e15 / 8,
+    "fp8": 72e15 / 8,
+    "int8": 72e15 / 8,
+    "fp4": 144e15 / 8,
+}
+_L4_SPARSE = {"tf32": 120 * _T, "bf16": 242 * _T, "fp16": 242 * _T, "fp8": 485 * _T, "int8": 485 * _T}
+_MI300X_SPARSE = {
+    "tf32": 1307.4 * _T,
+    "bf16": 2614.9 * _T,
+    "fp16": 2614.9 * _T,
+    "fp8": 5229.8 * _T,
+    "int8": 5229.8 * _T,
+}
 _SPARSE_NOTE = "Dense tensor-core figures are the datasheet's sparse figures halved."
 
 _REGISTRY: dict[str, GPUSpec] = {
     spec.key: spec
     for spec in (
         _spec(
-            "a100-80gb-sxm", "A100 80GB SXM",
-            bw=2039 * _G, cap=80 * GIB, l2=40 * _MB, sms=108,
+            "a100-80gb-sxm",
+            "A100 80GB SXM",
+            bw=2039 * _G,
+            cap=80 * GIB,
+            l2=40 * _MB,
+            sms=108,
             dense={"fp32": 19.5 * _T, **_A100_TENSOR_DENSE},
             sparse={p: 2 * v for p, v in _A100_TENSOR_DENSE.items()},
             source=_A100_SOURCE,
@@ -257,8 +269,12 @@ _REGISTRY: dict[str, GPUSpec] = {
             notes="The datasheet prints dense and sparse tensor figures. " + _A100_L2_NOTE,
         ),
         _spec(
-            "a100-40gb-sxm", "A100 40GB SXM",
-            bw=1555 * _G, cap=40 * GIB, l2=40 * _MB, sms=108,
+            "a100-40gb-sxm",
+            "A100 40GB SXM",
+            bw=1555 * _G,
+            cap=40 * GIB,
+            l2=40 * _MB,
+            sms=108,
             dense={"fp32": 19.5 * _T, **_A100_TENSOR_DENSE},
             sparse={p: 2 * v for p, v in _A100_TENSOR_DENSE.items()},
             source=_A100_SOURCE,
@@ -268,8 +284,12 @@ _REGISTRY: dict[str, GPUSpec] = {
             notes="Same compute as the 80 GB part, slower and smaller memory. " + _A100_L2_NOTE,
         ),
         _spec(
-            "h100-sxm", "H100 SXM",
-            bw=3.35 * _T, cap=80 * GIB, l2=50 * _MB, sms=132,
+            "h100-sxm",
+            "H100 SXM",
+            bw=3.35 * _T,
+            cap=80 * GIB,
+            l2=50 * _MB,
+            sms=132,
             dense={"fp32": 67 * _T, **_halves(_H100_SXM_SPARSE)},
             sparse=_H100_SXM_SPARSE,
             source="NVIDIA H100 Tensor Core GPU datasheet (2023), H100 SXM column",
@@ -278,8 +298,12 @@ _REGISTRY: dict[str, GPUSpec] = {
             notes=_SPARSE_NOTE,
         ),
         _spec(
-            "h100-pcie", "H100 PCIe",
-            bw=2.0 * _T, cap=80 * GIB, l2=50 * _MB, sms=114,
+            "h100-pcie",
+            "H100 PCIe",
+            bw=2.0 * _T,
+            cap=80 * GIB,
+            l2=50 * _MB,
+            sms=114,
             dense={"fp32": 51 * _T, **_halves(_H100_PCIE_SPARSE)},
             sparse=_H100_PCIE_SPARSE,
             source="NVIDIA H100 Tensor Core GPU datasheet (2023), H100 PCIe column",
@@ -288,8 +312,12 @@ _REGISTRY: dict[str, GPUSpec] = {
             notes=_SPARSE_NOTE,
         ),
         _spec(
-            "h200", "H200 SXM",
-            bw=4.8 * _T, cap=141 * GIB, l2=50 * _MB, sms=132,
+            "h200",
+            "H200 SXM",
+            bw=4.8 * _T,
+            cap=141 * GIB,
+            l2=50 * _MB,
+            sms=132,
             dense={"fp32": 67 * _T, **_halves(_H100_SXM_SPARSE)},
             sparse=_H100_SXM_SPARSE,
             source="NVIDIA H200 Tensor Core GPU datasheet (2024), H200 SXM column",
@@ -298,8 +326,12 @@ _REGISTRY: dict[str, GPUSpec] = {
             notes=_SPARSE_NOTE + " SM count and L2 as the H100 SXM (same GH100 die).",
         ),
         _spec(
-            "b200", "B200",
-            bw=8 * _T, cap=180 * GIB, l2=126 * _MB, sms=148,
+            "b200",
+            "B200",
+            bw=8 * _T,
+            cap=180 * GIB,
+            l2=126 * _MB,
+            sms=148,
             dense={"fp32": 600e12 / 8, **_halves(_B200_SPARSE)},
             sparse=_B200_SPARSE,
             source="NVIDIA HGX B200 datasheet (2024): 8-GPU board figures divided by 8",
@@ -310,8 +342,12 @@ _REGISTRY: dict[str, GPUSpec] = {
             "each of its two dies; 126 MB of L2 split across the dies).",
         ),
         _spec(
-            "l4", "L4",
-            bw=300 * _G, cap=24 * GIB, l2=48 * _MB, sms=58,
+            "l4",
+            "L4",
+            bw=300 * _G,
+            cap=24 * GIB,
+            l2=48 * _MB,
+            sms=58,
             dense={"fp32": 30.3 * _T, **_halves(_L4_SPARSE)},
             sparse=_L4_SPARSE,
             source="NVIDIA L4 Tensor Core GPU datasheet (2023)",
@@ -320,10 +356,20 @@ _REGISTRY: dict[str, GPUSpec] = {
             notes=_SPARSE_NOTE + " SM count and L2 from the Ada Lovelace architecture whitepaper (AD104).",
         ),
         _spec(
-            "mi300x", "MI300X",
-            bw=5.3 * _T, cap=192 * GIB, l2=None, sms=304,
-            dense={"fp32": 163.4 * _T, "tf32": 653.7 * _T, "bf16": 1307.4 * _T, "fp16": 1307.4 * _T,
-                   "fp8": 2614.9 * _T, "int8": 2614.9 * _T},
+            "mi300x",
+            "MI300X",
+            bw=5.3 * _T,
+            cap=192 * GIB,
+            l2=None,
+            sms=304,
+            dense={
+                "fp32": 163.4 * _T,
+                "tf32": 653.7 * _T,
+                "bf16": 1307.4 * _T,
+                "fp16": 1307.4 * _T,
+                "fp8": 2614.9 * _T,
+                "int8": 2614.9 * _T,
+            },
             sparse=_MI300X_SPARSE,
             source="AMD Instinct MI300X accelerator data sheet (2023)",
             aliases=("amd mi300x", "instinct mi300x"),
@@ -334,8 +380,12 @@ _REGISTRY: dict[str, GPUSpec] = {
             "part has 4 MB of L2 per compute die and a 256 MB memory-side Infinity Cache, not one L2.",
         ),
         _spec(
-            "tpu-v4", "TPU v4",
-            bw=1200 * _G, cap=32 * GIB, l2=None, sms=None,
+            "tpu-v4",
+            "TPU v4",
+            bw=1200 * _G,
+            cap=32 * GIB,
+            l2=None,
+            sms=None,
             dense={"bf16": 275 * _T, "int8": 275 * _T},
             sparse={},
             source="Google Cloud TPU documentation, TPU v4 system architecture: per-chip figures",
@@ -345,8 +395,12 @@ _REGISTRY: dict[str, GPUSpec] = {
             "TensorCores); a pod slice multiplies them by its chip count. No L2 in the GPU sense.",
         ),
         _spec(
-            "tpu-v5e", "TPU v5e",
-            bw=819 * _G, cap=16 * GIB, l2=None, sms=None,
+            "tpu-v5e",
+            "TPU v5e",
+            bw=819 * _G,
+            cap=16 * GIB,
+            l2=None,
+            sms=None,
             dense={"bf16": 197 * _T, "int8": 394 * _T},
             sparse={},
             source="Google Cloud TPU documentation, TPU v5e system architecture: per-chip figures",
@@ -399,6 +453,4 @@ def as_gpu(value) -> GPUSpec:
         return value
     if isinstance(value, str):
         return gpu(value)
-    raise TypeError(
-        f"gpu must be a GPUSpec or a GPU name such as 'A100', got {type(value).__name__} {value!r}"
-    )
+    raise TypeError(f"gpu must be a GPUSpec or a GPU name such as 'A100', got {type(value).__name__} {value!r}")

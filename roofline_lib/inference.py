@@ -16,6 +16,7 @@ share one read of the weights. In bf16 it is about that token count in FLOP/byte
 decode (one token) sits near 1 FLOP/byte, far below every ridge, and its speed is the bandwidth
 divided by the model's size in bytes.
 """
+
 from __future__ import annotations
 
 import math
@@ -600,9 +601,17 @@ def decode_step_bytes_of(cfg, batch=1, context_len=None, bytes_per_param=2, kv_b
         kv = batch * keys * kv_cache_bytes_per_token(L, cfg.n_kv_heads, cfg.head_dim, kv_b)
     weights = attention + ffn + norms + gather + unembedding
     return DecodeStepBytes(
-        batch=batch, context_len=None if context_len is None else int(context_len),
-        attention=attention, ffn=ffn, experts_touched=touched, norms=norms, embedding_gather=gather,
-        unembedding=unembedding, kv_cache=kv, weights=weights, total=weights + kv,
+        batch=batch,
+        context_len=None if context_len is None else int(context_len),
+        attention=attention,
+        ffn=ffn,
+        experts_touched=touched,
+        norms=norms,
+        embedding_gather=gather,
+        unembedding=unembedding,
+        kv_cache=kv,
+        weights=weights,
+        total=weights + kv,
     )
 
 
@@ -653,8 +662,9 @@ class ModelDecodeCeiling:
         return f"WARNING: {self.warning}\n{text}" if self.warning else text
 
 
-def model_decode_ceiling(cfg, gpu, batch=1, context_len=None, bytes_per_param=2, kv_bytes_per_elem=None,
-                         precision=None) -> ModelDecodeCeiling:
+def model_decode_ceiling(
+    cfg, gpu, batch=1, context_len=None, bytes_per_param=2, kv_bytes_per_elem=None, precision=None
+) -> ModelDecodeCeiling:
     """Decode ceiling of a model: bytes from :func:`decode_step_bytes_of`, FLOPs from its matmuls.
 
     * bytes_per_step  = weights read + KV cache (:class:`DecodeStepBytes`)
@@ -684,17 +694,28 @@ def model_decode_ceiling(cfg, gpu, batch=1, context_len=None, bytes_per_param=2,
                 f"{spec.hbm_capacity_bytes / 2**30:.4g} GiB, so this ceiling is unreachable on one card"
             )
     return ModelDecodeCeiling(
-        gpu=spec.name, model=cfg.name or "model", batch=step.batch, context_len=step.context_len,
-        bytes=step, flops_per_step=flops, intensity=flops / step.total,
-        ridge=ridge_point(spec, precision), memory_seconds=memory_seconds,
-        compute_seconds=compute_seconds, seconds_per_step=seconds, ms_per_token=seconds * 1e3,
-        tokens_per_s=step.batch / seconds, bound="memory" if memory_seconds >= compute_seconds else "compute",
-        fits_in_memory=fits, warning=warning,
+        gpu=spec.name,
+        model=cfg.name or "model",
+        batch=step.batch,
+        context_len=step.context_len,
+        bytes=step,
+        flops_per_step=flops,
+        intensity=flops / step.total,
+        ridge=ridge_point(spec, precision),
+        memory_seconds=memory_seconds,
+        compute_seconds=compute_seconds,
+        seconds_per_step=seconds,
+        ms_per_token=seconds * 1e3,
+        tokens_per_s=step.batch / seconds,
+        bound="memory" if memory_seconds >= compute_seconds else "compute",
+        fits_in_memory=fits,
+        warning=warning,
     )
 
 
-def decode_batch_to_reach_ridge(cfg, gpu, context_len=None, bytes_per_param=2, kv_bytes_per_elem=None,
-                                precision=None) -> int:
+def decode_batch_to_reach_ridge(
+    cfg, gpu, context_len=None, bytes_per_param=2, kv_bytes_per_elem=None, precision=None
+) -> int:
     """Smallest batch whose decode step reaches the ridge (compute time >= memory time).
 
     The intensity ``batch * F / (W(batch) + batch * K)`` grows with the batch: ``F`` FLOPs per
@@ -709,8 +730,9 @@ def decode_batch_to_reach_ridge(cfg, gpu, context_len=None, bytes_per_param=2, k
     ridge = ridge_point(spec, precision)
 
     def intensity(batch):
-        return model_decode_ceiling(cfg, spec, batch, context_len, bytes_per_param, kv_bytes_per_elem,
-                                    precision).intensity
+        return model_decode_ceiling(
+            cfg, spec, batch, context_len, bytes_per_param, kv_bytes_per_elem, precision
+        ).intensity
 
     one = decode_step_bytes_of(cfg, 1, context_len, bytes_per_param, kv_bytes_per_elem)
     per_sequence = one.kv_cache + one.embedding_gather

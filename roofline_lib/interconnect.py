@@ -20,6 +20,7 @@ Three tables:
 * :func:`node` -- the 8-GPU boards the course uses (A100, H100, B200), with their NVLink inside the
   node and their InfiniBand ports to other nodes.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -88,8 +89,17 @@ class LinkSpec:
 
 
 def _link(key, name, *, kind, bytes_per_s, lanes, per, source, aliases=(), notes="") -> LinkSpec:
-    return LinkSpec(name=name, kind=kind, bytes_per_s=bytes_per_s, lanes=lanes, per=per,
-                    source=source, aliases=tuple(aliases), notes=notes, key=key)
+    return LinkSpec(
+        name=name,
+        kind=kind,
+        bytes_per_s=bytes_per_s,
+        lanes=lanes,
+        per=per,
+        source=source,
+        aliases=tuple(aliases),
+        notes=notes,
+        key=key,
+    )
 
 
 _PER_GPU = "GPU (all its links of this kind together)"
@@ -100,36 +110,56 @@ _LINKS: dict[str, LinkSpec] = {
     spec.key: spec
     for spec in (
         _link(
-            "nvlink3", "NVLink 3", kind="nvlink",
-            bytes_per_s=600 * _G / 2, lanes=12, per=_PER_GPU,
+            "nvlink3",
+            "NVLink 3",
+            kind="nvlink",
+            bytes_per_s=600 * _G / 2,
+            lanes=12,
+            per=_PER_GPU,
             source="NVIDIA A100 Tensor Core GPU datasheet (2021): NVLink 600 GB/s",
             aliases=("nvlink 3", "nvlink-3", "nvlink3.0", "a100 nvlink"),
             notes="The datasheet's 600 GB/s is both directions of 12 links (25 GB/s each way per link).",
         ),
         _link(
-            "nvlink4", "NVLink 4", kind="nvlink",
-            bytes_per_s=900 * _G / 2, lanes=18, per=_PER_GPU,
+            "nvlink4",
+            "NVLink 4",
+            kind="nvlink",
+            bytes_per_s=900 * _G / 2,
+            lanes=18,
+            per=_PER_GPU,
             source="NVIDIA H100 Tensor Core GPU datasheet (2023), H100 SXM column: NVLink 900 GB/s",
             aliases=("nvlink 4", "nvlink-4", "h100 nvlink"),
             notes="The datasheet's 900 GB/s is both directions of 18 links (25 GB/s each way per link).",
         ),
         _link(
-            "nvlink4-bridge", "NVLink 4 bridge (H100 PCIe pairs)", kind="nvlink",
-            bytes_per_s=600 * _G / 2, lanes=12, per="GPU pair joined by NVLink bridges",
+            "nvlink4-bridge",
+            "NVLink 4 bridge (H100 PCIe pairs)",
+            kind="nvlink",
+            bytes_per_s=600 * _G / 2,
+            lanes=12,
+            per="GPU pair joined by NVLink bridges",
             source="NVIDIA H100 Tensor Core GPU datasheet (2023), H100 PCIe column: NVLink 600 GB/s",
             aliases=("nvlink bridge", "h100 pcie nvlink"),
             notes="Bridges join two cards only; there is no switch, so it reaches one peer.",
         ),
         _link(
-            "nvlink5", "NVLink 5", kind="nvlink",
-            bytes_per_s=1.8e12 / 2, lanes=18, per=_PER_GPU,
+            "nvlink5",
+            "NVLink 5",
+            kind="nvlink",
+            bytes_per_s=1.8e12 / 2,
+            lanes=18,
+            per=_PER_GPU,
             source="NVIDIA HGX B200 datasheet (2024): fifth-generation NVLink, 1.8 TB/s per GPU",
             aliases=("nvlink 5", "nvlink-5", "b200 nvlink"),
             notes="The datasheet's 1.8 TB/s is both directions of 18 links (50 GB/s each way per link).",
         ),
         _link(
-            "pcie4-x16", "PCIe 4.0 x16", kind="pcie",
-            bytes_per_s=16 * 16 * _GBIT, lanes=16, per=_PER_SLOT,
+            "pcie4-x16",
+            "PCIe 4.0 x16",
+            kind="pcie",
+            bytes_per_s=16 * 16 * _GBIT,
+            lanes=16,
+            per=_PER_SLOT,
             source="PCI-SIG PCI Express Base Specification 4.0 (2017): 16 GT/s per lane; "
             "NVIDIA A100 datasheet: PCIe Gen4 64 GB/s",
             aliases=("pcie4", "pcie 4", "pcie gen4", "pcie 4.0", "pcie4 x16"),
@@ -137,8 +167,12 @@ _LINKS: dict[str, LinkSpec] = {
             "the 128b/130b line code leaves 31.5 GB/s of payload.",
         ),
         _link(
-            "pcie5-x16", "PCIe 5.0 x16", kind="pcie",
-            bytes_per_s=32 * 16 * _GBIT, lanes=16, per=_PER_SLOT,
+            "pcie5-x16",
+            "PCIe 5.0 x16",
+            kind="pcie",
+            bytes_per_s=32 * 16 * _GBIT,
+            lanes=16,
+            per=_PER_SLOT,
             source="PCI-SIG PCI Express Base Specification 5.0 (2019): 32 GT/s per lane; "
             "NVIDIA H100 datasheet: PCIe Gen5 128 GB/s",
             aliases=("pcie5", "pcie 5", "pcie gen5", "pcie 5.0", "pcie5 x16"),
@@ -146,22 +180,34 @@ _LINKS: dict[str, LinkSpec] = {
             "the 128b/130b line code leaves 63 GB/s of payload.",
         ),
         _link(
-            "ib-hdr", "InfiniBand HDR", kind="infiniband",
-            bytes_per_s=200 * _GBIT, lanes=4, per=_PER_PORT,
+            "ib-hdr",
+            "InfiniBand HDR",
+            kind="infiniband",
+            bytes_per_s=200 * _GBIT,
+            lanes=4,
+            per=_PER_PORT,
             source="NVIDIA ConnectX-6 VPI adapter datasheet: HDR InfiniBand, 200 Gb/s per port",
             aliases=("hdr", "infiniband hdr", "ib hdr", "hdr200", "connectx-6"),
             notes="200 Gb/s each way = 25 GB/s.",
         ),
         _link(
-            "ib-ndr", "InfiniBand NDR", kind="infiniband",
-            bytes_per_s=400 * _GBIT, lanes=4, per=_PER_PORT,
+            "ib-ndr",
+            "InfiniBand NDR",
+            kind="infiniband",
+            bytes_per_s=400 * _GBIT,
+            lanes=4,
+            per=_PER_PORT,
             source="NVIDIA ConnectX-7 adapter datasheet: NDR InfiniBand, 400 Gb/s per port",
             aliases=("ndr", "infiniband ndr", "ib ndr", "ndr400", "connectx-7"),
             notes="400 Gb/s each way = 50 GB/s.",
         ),
         _link(
-            "ib-xdr", "InfiniBand XDR", kind="infiniband",
-            bytes_per_s=800 * _GBIT, lanes=4, per=_PER_PORT,
+            "ib-xdr",
+            "InfiniBand XDR",
+            kind="infiniband",
+            bytes_per_s=800 * _GBIT,
+            lanes=4,
+            per=_PER_PORT,
             source="NVIDIA ConnectX-8 SuperNIC datasheet: XDR InfiniBand, 800 Gb/s per port",
             aliases=("xdr", "infiniband xdr", "ib xdr", "xdr800", "connectx-8"),
             notes="800 Gb/s each way = 100 GB/s.",
@@ -174,18 +220,37 @@ _GPU_LINKS: dict[str, tuple[tuple[str, ...], str]] = {
     "a100-80gb-sxm": (("nvlink3", "pcie4-x16"), "NVIDIA A100 datasheet: NVLink 600 GB/s, PCIe Gen4 64 GB/s"),
     "a100-40gb-sxm": (("nvlink3", "pcie4-x16"), "NVIDIA A100 datasheet: NVLink 600 GB/s, PCIe Gen4 64 GB/s"),
     "h100-sxm": (("nvlink4", "pcie5-x16"), "NVIDIA H100 datasheet, SXM: NVLink 900 GB/s, PCIe Gen5 128 GB/s"),
-    "h100-pcie": (("nvlink4-bridge", "pcie5-x16"),
-                  "NVIDIA H100 datasheet, PCIe: NVLink bridge 600 GB/s, PCIe Gen5 128 GB/s"),
+    "h100-pcie": (
+        ("nvlink4-bridge", "pcie5-x16"),
+        "NVIDIA H100 datasheet, PCIe: NVLink bridge 600 GB/s, PCIe Gen5 128 GB/s",
+    ),
     "h200": (("nvlink4", "pcie5-x16"), "NVIDIA H200 datasheet, SXM: NVLink 900 GB/s, PCIe Gen5 128 GB/s"),
-    "b200": (("nvlink5", "pcie5-x16"),
-             "NVIDIA HGX B200 datasheet: NVLink 1.8 TB/s per GPU; NVIDIA DGX B200 user guide: PCIe Gen5 host"),
+    "b200": (
+        ("nvlink5", "pcie5-x16"),
+        "NVIDIA HGX B200 datasheet: NVLink 1.8 TB/s per GPU; NVIDIA DGX B200 user guide: PCIe Gen5 host",
+    ),
     "l4": (("pcie4-x16",), "NVIDIA L4 datasheet: PCIe Gen4 x16 64 GB/s, no NVLink"),
-    "mi300x": (("pcie5-x16",), ("AMD Instinct MI300X data sheet: PCIe Gen5 x16 host interface; its "
-                                "Infinity Fabric links between GPUs are not in this registry")),
-    "tpu-v4": ((), ("Google Cloud TPU documentation: TPU v4 chips join through the inter-chip "
-                    "interconnect (ICI), which is not in this registry")),
-    "tpu-v5e": ((), ("Google Cloud TPU documentation: TPU v5e chips join through the inter-chip "
-                     "interconnect (ICI), which is not in this registry")),
+    "mi300x": (
+        ("pcie5-x16",),
+        (
+            "AMD Instinct MI300X data sheet: PCIe Gen5 x16 host interface; its "
+            "Infinity Fabric links between GPUs are not in this registry"
+        ),
+    ),
+    "tpu-v4": (
+        (),
+        (
+            "Google Cloud TPU documentation: TPU v4 chips join through the inter-chip "
+            "interconnect (ICI), which is not in this registry"
+        ),
+    ),
+    "tpu-v5e": (
+        (),
+        (
+            "Google Cloud TPU documentation: TPU v5e chips join through the inter-chip "
+            "interconnect (ICI), which is not in this registry"
+        ),
+    ),
 }
 
 _LINK_ALIASES: dict[str, str] = {}
@@ -234,9 +299,7 @@ def as_link(value) -> LinkSpec:
         return value
     if isinstance(value, str):
         return link(value)
-    raise TypeError(
-        f"link must be a LinkSpec or a link name such as 'NVLink 4', got {type(value).__name__} {value!r}"
-    )
+    raise TypeError(f"link must be a LinkSpec or a link name such as 'NVLink 4', got {type(value).__name__} {value!r}")
 
 
 def gpu_links(gpu) -> tuple[LinkSpec, ...]:
@@ -305,9 +368,16 @@ class NodeSpec:
 
 def _node(key, name, *, gpu, n_gpus, scale_up, scale_out, ports, source, aliases=(), notes=""):
     return NodeSpec(
-        name=name, gpu=gpu_registry()[gpu], n_gpus=n_gpus, scale_up=_LINKS[scale_up],
-        scale_out=_LINKS[scale_out], scale_out_ports=ports, source=source, aliases=tuple(aliases),
-        notes=notes, key=key,
+        name=name,
+        gpu=gpu_registry()[gpu],
+        n_gpus=n_gpus,
+        scale_up=_LINKS[scale_up],
+        scale_out=_LINKS[scale_out],
+        scale_out_ports=ports,
+        source=source,
+        aliases=tuple(aliases),
+        notes=notes,
+        key=key,
     )
 
 
@@ -315,22 +385,37 @@ _NODES: dict[str, NodeSpec] = {
     spec.key: spec
     for spec in (
         _node(
-            "8x-a100", "8x A100 80GB SXM (DGX A100 / HGX A100 8-GPU)", gpu="a100-80gb-sxm", n_gpus=8,
-            scale_up="nvlink3", scale_out="ib-hdr", ports=8,
+            "8x-a100",
+            "8x A100 80GB SXM (DGX A100 / HGX A100 8-GPU)",
+            gpu="a100-80gb-sxm",
+            n_gpus=8,
+            scale_up="nvlink3",
+            scale_out="ib-hdr",
+            ports=8,
             source="NVIDIA DGX A100 datasheet: 8x A100, six NVSwitches, 8x single-port ConnectX-6 "
             "200 Gb/s HDR InfiniBand for the compute network",
             aliases=("dgx a100", "hgx a100", "8xa100", "a100 node"),
         ),
         _node(
-            "8x-h100", "8x H100 SXM (DGX H100 / HGX H100 8-GPU)", gpu="h100-sxm", n_gpus=8,
-            scale_up="nvlink4", scale_out="ib-ndr", ports=8,
+            "8x-h100",
+            "8x H100 SXM (DGX H100 / HGX H100 8-GPU)",
+            gpu="h100-sxm",
+            n_gpus=8,
+            scale_up="nvlink4",
+            scale_out="ib-ndr",
+            ports=8,
             source="NVIDIA DGX H100/H200 documentation: 8x H100 SXM, four NVSwitch chips, "
             "eight single-port ConnectX-7 at up to 400 Gb/s for the compute network",
             aliases=("dgx h100", "hgx h100", "8xh100", "h100 node"),
         ),
         _node(
-            "8x-b200", "8x B200 (DGX B200 / HGX B200)", gpu="b200", n_gpus=8,
-            scale_up="nvlink5", scale_out="ib-ndr", ports=8,
+            "8x-b200",
+            "8x B200 (DGX B200 / HGX B200)",
+            gpu="b200",
+            n_gpus=8,
+            scale_up="nvlink5",
+            scale_out="ib-ndr",
+            ports=8,
             source="NVIDIA DGX B200 user guide: 8x B200, two fifth-generation NVLink switches "
             "(14.4 TB/s aggregate), 8x single-port ConnectX-7 at up to 400 Gb/s InfiniBand",
             aliases=("dgx b200", "hgx b200 node", "8xb200", "b200 node"),

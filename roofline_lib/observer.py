@@ -20,6 +20,7 @@ process. See ``roofline_lib.grading`` and the README's section on grading.
 
 This module imports nothing from ``roofline_lib`` on purpose.
 """
+
 from __future__ import annotations
 
 import json
@@ -78,8 +79,11 @@ def _call(fn, args) -> dict:
     try:
         returned = fn(*args)
     except BaseException as err:  # noqa: BLE001 - SystemExit and friends count as raising too
-        return {"raised": type(err).__name__[:60], "value_error": isinstance(err, ValueError),
-                "message": str(err)[:_MAX_STR] if not isinstance(err, (SystemExit, KeyboardInterrupt)) else ""}
+        return {
+            "raised": type(err).__name__[:60],
+            "value_error": isinstance(err, ValueError),
+            "message": str(err)[:_MAX_STR] if not isinstance(err, (SystemExit, KeyboardInterrupt)) else "",
+        }
     return {"returned": encode(returned)}
 
 
@@ -143,8 +147,12 @@ def _judge_process():
     if _JUDGE is None or _JUDGE.poll() is not None:
         _JUDGE = subprocess.Popen(
             [sys.executable, "-m", "roofline_lib.grading", "--practice"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True, bufsize=1, env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+            env={**os.environ, "PYTHONIOENCODING": "utf-8"},
         )
     return _JUDGE
 

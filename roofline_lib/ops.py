@@ -19,6 +19,7 @@ Each operation has a ``*_flops`` and a ``*_bytes`` function, and a helper of the
 bare name (``gemm``, ``attention``...) that returns both as an :class:`OpCount`,
 ready for ``rl.kernel_verdict(op.flops, op.bytes_moved, seconds, gpu)``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -315,9 +316,7 @@ def _kv_heads(kv_heads, heads: int) -> int:
         return heads
     kv = _positive_int(kv_heads, "kv_heads", "key/value heads")
     if kv > heads or heads % kv:
-        raise ValueError(
-            f"kv_heads must divide heads ({heads} query heads), got {kv_heads!r}"
-        )
+        raise ValueError(f"kv_heads must divide heads ({heads} query heads), got {kv_heads!r}")
     return kv
 
 

@@ -8,6 +8,7 @@ they work under any backend (Agg included), never pile up in pyplot's figure lis
 once when a notebook cell returns them. Each figure carries a plain-text description for
 readers who cannot see it in ``fig.roofline_alt`` (also returned by :func:`alt_text`).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -127,9 +128,7 @@ def _as_points(points) -> list[Point]:
             out.append(Point(p.name, p.intensity, p.achieved_flops_per_s, "measured"))
             out.append(Point(f"{p.name} (predicted)", p.intensity, p.ceiling_flops_per_s, "predicted"))
         else:
-            raise TypeError(
-                f"points must hold Point or MeasuredKernel objects, got {type(p).__name__} {p!r}"
-            )
+            raise TypeError(f"points must hold Point or MeasuredKernel objects, got {type(p).__name__} {p!r}")
     return out
 
 
@@ -137,9 +136,7 @@ def _range(intensity_range) -> tuple[float, float]:
     try:
         lo, hi = intensity_range
     except (TypeError, ValueError):
-        raise ValueError(
-            f"intensity_range must be a pair (low, high) in FLOP/byte, got {intensity_range!r}"
-        ) from None
+        raise ValueError(f"intensity_range must be a pair (low, high) in FLOP/byte, got {intensity_range!r}") from None
     lo = _positive(lo, "intensity_range low end", "FLOP/byte")
     hi = _positive(hi, "intensity_range high end", "FLOP/byte")
     if not lo < hi:
@@ -180,31 +177,65 @@ def _plan(gpus, precisions, points, memory_roofs, measured, title, intensity_ran
         top = max(spec.peak_flops_per_s(p) for p in present)
         for mem in mems:
             if mem == "hbm":
-                plan.roofs.append(_Roof(
-                    spec.name, f"{spec.name} {spec.memory_kind} {_num(spec.hbm_bytes_per_s / _TERA)} TB/s",
-                    color, "-", slope=spec.hbm_bytes_per_s, top=top))
+                plan.roofs.append(
+                    _Roof(
+                        spec.name,
+                        f"{spec.name} {spec.memory_kind} {_num(spec.hbm_bytes_per_s / _TERA)} TB/s",
+                        color,
+                        "-",
+                        slope=spec.hbm_bytes_per_s,
+                        top=top,
+                    )
+                )
             elif spec.l2_bytes_per_s:
-                plan.roofs.append(_Roof(
-                    spec.name, f"{spec.name} L2 {_num(spec.l2_bytes_per_s / _TERA)} TB/s",
-                    color, (0, (1, 1)), slope=spec.l2_bytes_per_s, top=top))
+                plan.roofs.append(
+                    _Roof(
+                        spec.name,
+                        f"{spec.name} L2 {_num(spec.l2_bytes_per_s / _TERA)} TB/s",
+                        color,
+                        (0, (1, 1)),
+                        slope=spec.l2_bytes_per_s,
+                        top=top,
+                    )
+                )
             else:
                 plan.notes.append(f"{spec.name} has no L2 bandwidth in the registry, so no L2 roof is drawn.")
         for p in present:
             peak = spec.peak_flops_per_s(p)
             unit = "CUDA cores" if p == "fp32" else "tensor cores"
-            plan.roofs.append(_Roof(
-                spec.name, f"{spec.name} {p} ({unit}) {_num(peak / _TERA)} TFLOP/s",
-                color, _COMPUTE_STYLES[p], peak=peak,
-                ridge=ridge_point(spec, p)))
+            plan.roofs.append(
+                _Roof(
+                    spec.name,
+                    f"{spec.name} {p} ({unit}) {_num(peak / _TERA)} TFLOP/s",
+                    color,
+                    _COMPUTE_STYLES[p],
+                    peak=peak,
+                    ridge=ridge_point(spec, p),
+                )
+            )
 
     for m in meas:
         owner = f"measured: {m.device_name}"
-        plan.roofs.append(_Roof(
-            owner, f"{owner} copy {_num(m.bytes_per_s / 1e9)} GB/s", _MEASURED_COLOR, (0, (6, 2, 1, 2)),
-            slope=m.bytes_per_s, top=m.flops_per_s))
-        plan.roofs.append(_Roof(
-            owner, f"{owner} {m.precision} matmul {_num(m.flops_per_s / 1e9)} GFLOP/s",
-            _MEASURED_COLOR, (0, (6, 2, 1, 2)), peak=m.flops_per_s, ridge=m.ridge))
+        plan.roofs.append(
+            _Roof(
+                owner,
+                f"{owner} copy {_num(m.bytes_per_s / 1e9)} GB/s",
+                _MEASURED_COLOR,
+                (0, (6, 2, 1, 2)),
+                slope=m.bytes_per_s,
+                top=m.flops_per_s,
+            )
+        )
+        plan.roofs.append(
+            _Roof(
+                owner,
+                f"{owner} {m.precision} matmul {_num(m.flops_per_s / 1e9)} GFLOP/s",
+                _MEASURED_COLOR,
+                (0, (6, 2, 1, 2)),
+                peak=m.flops_per_s,
+                ridge=m.ridge,
+            )
+        )
     plan.points = _as_points(points)
     return plan
 
@@ -234,7 +265,8 @@ def _describe(plan: _Plan) -> str:
         memory = [r.label.removeprefix(owner).strip() for r in roofs if r.slope is not None]
         compute = [
             f"{r.label.removeprefix(owner).strip()} with its ridge at {_num(r.ridge)} FLOP/byte"
-            for r in roofs if r.peak is not None
+            for r in roofs
+            if r.peak is not None
         ]
         parts = []
         if memory:
@@ -320,24 +352,45 @@ def _draw(plan: _Plan, ax, *, legend_outside: bool) -> None:
             y_values.append(roof.slope * lo)
         else:
             x_start = min(max(lo, roof.ridge), hi)
-            ax.plot([x_start, hi], [roof.peak / _TERA] * 2, color=roof.color, ls=roof.style, lw=2,
-                    label=roof.label)
+            ax.plot([x_start, hi], [roof.peak / _TERA] * 2, color=roof.color, ls=roof.style, lw=2, label=roof.label)
             y_values.append(roof.peak)
             if lo < roof.ridge < hi:
                 ax.axvline(roof.ridge, color=roof.color, ls=":", lw=1, alpha=0.7)
                 # Along the foot of its dotted line, clear of the roofs and the kernel labels.
-                ax.annotate(f"ridge {_num(roof.ridge)}", (roof.ridge, 0.02), xycoords=("data", "axes fraction"),
-                            xytext=(-3, 0), textcoords="offset points", rotation=90, ha="right", va="bottom",
-                            fontsize=8, color=roof.color)
+                ax.annotate(
+                    f"ridge {_num(roof.ridge)}",
+                    (roof.ridge, 0.02),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(-3, 0),
+                    textcoords="offset points",
+                    rotation=90,
+                    ha="right",
+                    va="bottom",
+                    fontsize=8,
+                    color=roof.color,
+                )
     for p in plan.points:
         filled = p.kind == "measured"
-        ax.plot([p.intensity], [p.flops_per_s / _TERA], ls="none",
-                marker="o" if filled else "s", ms=7, color="black",
-                markerfacecolor="black" if filled else "white", zorder=5)
+        ax.plot(
+            [p.intensity],
+            [p.flops_per_s / _TERA],
+            ls="none",
+            marker="o" if filled else "s",
+            ms=7,
+            color="black",
+            markerfacecolor="black" if filled else "white",
+            zorder=5,
+        )
         # Labels of points in the right third of the axis go to their left, away from the legend.
         right = np.log(p.intensity / lo) > (2 / 3) * np.log(hi / lo)
-        ax.annotate(p.label, (p.intensity, p.flops_per_s / _TERA), xytext=(-6 if right else 6, -11 if filled else 4),
-                    textcoords="offset points", fontsize=8, ha="right" if right else "left")
+        ax.annotate(
+            p.label,
+            (p.intensity, p.flops_per_s / _TERA),
+            xytext=(-6 if right else 6, -11 if filled else 4),
+            textcoords="offset points",
+            fontsize=8,
+            ha="right" if right else "left",
+        )
         y_values.append(p.flops_per_s)
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -13,6 +13,7 @@ MFU (model FLOPs utilisation) counts only the FLOPs the model defines; HFU (hard
 utilisation) adds the forward passes recomputed by activation checkpointing, so HFU >= MFU.
 Both divide by the *dense* peak of every card in the run. Always report which convention you used.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -58,13 +59,20 @@ def _flops_per_token(n_params, convention, n_layers, d_model, seq_len, attention
     parameters and its shape are then used, and the shape arguments must be left out.
     """
     if isinstance(n_params, TransformerConfig):
-        given = [k for k, v in (("n_layers", n_layers), ("d_model", d_model), ("seq_len", seq_len),
-                                ("attention_dim", attention_dim)) if v is not None]
+        given = [
+            k
+            for k, v in (
+                ("n_layers", n_layers),
+                ("d_model", d_model),
+                ("seq_len", seq_len),
+                ("attention_dim", attention_dim),
+            )
+            if v is not None
+        ]
         if given:
             raise ValueError(f"pass either a TransformerConfig or {', '.join(given)}, not both")
         return n_params.training_flops_per_token(convention)
-    return training_flops_per_token(n_params, n_layers, d_model, seq_len, convention,
-                                    attention_dim=attention_dim)
+    return training_flops_per_token(n_params, n_layers, d_model, seq_len, convention, attention_dim=attention_dim)
 
 
 def _utilisation(flops_per_token, tokens_per_s, n_gpus, gpu, precision, what) -> float:
@@ -75,8 +83,12 @@ def _utilisation(flops_per_token, tokens_per_s, n_gpus, gpu, precision, what) ->
     peak_flops_per_s = cards * spec.peak_flops_per_s(precision)  # dense peak of every card
     util = achieved_flops_per_s / peak_flops_per_s
     # the one plausibility rule (roofline.check_plausible), against the peak of every card
-    cluster = Roof(peak_flops_per_s, cards * spec.hbm_bytes_per_s, f"{cards} x {spec.name}",
-                   compute_label=f"dense {precision} peak of {cards} x {spec.name}")
+    cluster = Roof(
+        peak_flops_per_s,
+        cards * spec.hbm_bytes_per_s,
+        f"{cards} x {spec.name}",
+        compute_label=f"dense {precision} peak of {cards} x {spec.name}",
+    )
     try:
         check_plausible(achieved_flops_per_s, 0.0, cluster, what=what)
     except ImplausibleMeasurement:
@@ -88,8 +100,19 @@ def _utilisation(flops_per_token, tokens_per_s, n_gpus, gpu, precision, what) ->
     return util
 
 
-def mfu(n_params, tokens_per_s, n_gpus, gpu, precision="bf16", convention="6N",
-        n_layers=None, d_model=None, seq_len=None, *, attention_dim=None) -> float:
+def mfu(
+    n_params,
+    tokens_per_s,
+    n_gpus,
+    gpu,
+    precision="bf16",
+    convention="6N",
+    n_layers=None,
+    d_model=None,
+    seq_len=None,
+    *,
+    attention_dim=None,
+) -> float:
     """Model FLOPs utilisation: model FLOP/s over the dense peak of all ``n_gpus`` cards.
 
     flops_per_token  = 6 N ("6N"), 6 N + 6 L s a ("three-term") or 6 N + 12 L s a ("full-square"),
@@ -108,9 +131,21 @@ def mfu(n_params, tokens_per_s, n_gpus, gpu, precision="bf16", convention="6N",
     return _utilisation(per_token, tokens_per_s, n_gpus, gpu, precision, "MFU")
 
 
-def hfu(n_params, tokens_per_s, n_gpus, gpu, precision="bf16", convention="6N",
-        n_layers=None, d_model=None, seq_len=None, recompute_fraction=0.0, *, recompute=None,
-        attention_dim=None) -> float:
+def hfu(
+    n_params,
+    tokens_per_s,
+    n_gpus,
+    gpu,
+    precision="bf16",
+    convention="6N",
+    n_layers=None,
+    d_model=None,
+    seq_len=None,
+    recompute_fraction=0.0,
+    *,
+    recompute=None,
+    attention_dim=None,
+) -> float:
     """Hardware FLOPs utilisation: MFU plus the FLOPs spent recomputing activations.
 
     Say what is recomputed with ``recompute`` (see :data:`RECOMPUTE`):
@@ -151,8 +186,19 @@ def hfu(n_params, tokens_per_s, n_gpus, gpu, precision="bf16", convention="6N",
     return _utilisation(per_token + extra, tokens_per_s, n_gpus, gpu, precision, "HFU")
 
 
-def expected_tokens_per_s(n_params, n_gpus, gpu, target_mfu, precision="bf16", convention="6N",
-                          n_layers=None, d_model=None, seq_len=None, *, attention_dim=None) -> float:
+def expected_tokens_per_s(
+    n_params,
+    n_gpus,
+    gpu,
+    target_mfu,
+    precision="bf16",
+    convention="6N",
+    n_layers=None,
+    d_model=None,
+    seq_len=None,
+    *,
+    attention_dim=None,
+) -> float:
     """Global training tokens/s that ``target_mfu`` implies: MFU * n_gpus * dense peak / FLOP per token."""
     spec = as_gpu(gpu)
     cards = _positive_int(n_gpus, "n_gpus", "GPUs")
@@ -187,9 +233,21 @@ class TrainingBill:
         )
 
 
-def training_bill(n_params, n_tokens, n_gpus, gpu, mfu, precision="bf16", convention="6N",
-                  n_layers=None, d_model=None, seq_len=None, usd_per_gpu_hour=None, *,
-                  attention_dim=None) -> TrainingBill:
+def training_bill(
+    n_params,
+    n_tokens,
+    n_gpus,
+    gpu,
+    mfu,
+    precision="bf16",
+    convention="6N",
+    n_layers=None,
+    d_model=None,
+    seq_len=None,
+    usd_per_gpu_hour=None,
+    *,
+    attention_dim=None,
+) -> TrainingBill:
     """Turn a plan (model, tokens, cards, MFU) into FLOP, time, GPU-hours and, given a price, cost.
 
     flops_per_token = per ``convention``;  total_flops = flops_per_token * n_tokens
@@ -257,8 +315,7 @@ def precision_sweep(flops, elems, seconds_by_dtype, gpu) -> dict[str, SweepRow]:
     n = _positive(elems, "elems", "elements")
     if not hasattr(seconds_by_dtype, "items") or not seconds_by_dtype:
         raise ValueError(
-            "seconds_by_dtype must be a non-empty mapping of dtype name -> measured seconds, "
-            f"got {seconds_by_dtype!r}"
+            f"seconds_by_dtype must be a non-empty mapping of dtype name -> measured seconds, got {seconds_by_dtype!r}"
         )
     rows: dict[str, SweepRow] = {}
     for dtype, seconds in seconds_by_dtype.items():

@@ -27,6 +27,7 @@ Training costs about three forwards: the backward pass computes, for every weigh
 matmul, a gradient for its input and one for its weight, each as costly as the forward.
 The named conventions for training FLOPs per token are in :data:`TRAINING_CONVENTIONS`.
 """
+
 from __future__ import annotations
 
 import json
@@ -207,9 +208,7 @@ class TransformerConfig:
         else:
             kv = _positive_int(self.n_kv_heads, "n_kv_heads", "key/value heads")
             if kv > heads or heads % kv:
-                raise ValueError(
-                    f"n_kv_heads must divide n_heads ({heads} query heads), got {self.n_kv_heads!r}"
-                )
+                raise ValueError(f"n_kv_heads must divide n_heads ({heads} query heads), got {self.n_kv_heads!r}")
         if self.norm not in _NORMS:
             raise ValueError(f"norm must be one of {', '.join(map(repr, _NORMS))}, got {self.norm!r}")
         _positive_int(self.norms_per_layer, "norms_per_layer", "norms per block")
@@ -221,8 +220,11 @@ class TransformerConfig:
             raise ValueError(
                 f"experts_per_token must be at most n_experts ({experts} experts), got {self.experts_per_token!r}"
             )
-        if isinstance(self.n_shared_experts, bool) or not isinstance(self.n_shared_experts, int) \
-                or self.n_shared_experts < 0:
+        if (
+            isinstance(self.n_shared_experts, bool)
+            or not isinstance(self.n_shared_experts, int)
+            or self.n_shared_experts < 0
+        ):
             raise ValueError(
                 f"n_shared_experts must be a whole number of experts, 0 or more, got {self.n_shared_experts!r}"
             )
@@ -384,7 +386,11 @@ class TransformerConfig:
         is ``n_heads * head_dim``.
         """
         return training_flops_per_token(
-            self.active_params(), self.n_layers, self.d_model, self.seq_len, convention,
+            self.active_params(),
+            self.n_layers,
+            self.d_model,
+            self.seq_len,
+            convention,
             attention_dim=self.attention_dim,
         )
 
@@ -412,9 +418,7 @@ class TransformerConfig:
         return cls(**kwargs)
 
 
-def transformer_flops_per_token(
-    d_model, d_ff, n_layers, seq_len, vocab, gated=False, causal=True
-) -> TransformerFlops:
+def transformer_flops_per_token(d_model, d_ff, n_layers, seq_len, vocab, gated=False, causal=True) -> TransformerFlops:
     """Forward FLOPs for one token of a multi-head, dense decoder, by component.
 
     Per layer: ``qkvo = 8 d**2``, ``scores = 4 s d`` (halved to ``2 s d`` when ``causal``,
@@ -423,7 +427,12 @@ def transformer_flops_per_token(
     :meth:`TransformerConfig.flops_per_token`; use that for GQA, other head sizes or experts.
     """
     cfg = TransformerConfig(
-        d_model=d_model, d_ff=d_ff, n_layers=n_layers, n_heads=1, vocab=vocab, seq_len=seq_len,
+        d_model=d_model,
+        d_ff=d_ff,
+        n_layers=n_layers,
+        n_heads=1,
+        vocab=vocab,
+        seq_len=seq_len,
         gated=gated,
     )
     return cfg.flops_per_token(causal=causal)
@@ -431,23 +440,25 @@ def transformer_flops_per_token(
 
 #: The named conventions for training FLOPs per token, what each counts and who uses it.
 #: ``L`` layers, ``s`` training context, ``a`` = heads x head size (``d_model`` for most models).
-TRAINING_CONVENTIONS = MappingProxyType({
-    "6N": (
-        "6 N: forward 2N plus backward 4N, attention scores ignored. The scaling-law "
-        "approximation C = 6 N D (Kaplan et al. 2020; Hoffmann et al. 2022, 'Chinchilla')."
-    ),
-    "three-term": (
-        "6 N + 6 L s a: adds the causal score work (a query sees s/2 keys on average, 2 s a FLOP "
-        "per layer forward) through forward and backward. The total of Kaplan et al. 2020, "
-        "Table 1 (C_forward = 2N + 2 n_layer n_ctx d_attn)."
-    ),
-    "full-square": (
-        "6 N + 12 L s a: the scores over the whole s x s square, masked half included, with "
-        "a = heads x head size. PaLM's MFU (Chowdhery et al. 2022, Appendix B: 6N + 12 L H Q T), "
-        "reused for MFU by Llama 3 (Dubey et al. 2024) and by nanoGPT's estimate_mfu; "
-        "Megatron-LM's FLOP formula (Narayanan et al. 2021) also counts the full square."
-    ),
-})
+TRAINING_CONVENTIONS = MappingProxyType(
+    {
+        "6N": (
+            "6 N: forward 2N plus backward 4N, attention scores ignored. The scaling-law "
+            "approximation C = 6 N D (Kaplan et al. 2020; Hoffmann et al. 2022, 'Chinchilla')."
+        ),
+        "three-term": (
+            "6 N + 6 L s a: adds the causal score work (a query sees s/2 keys on average, 2 s a FLOP "
+            "per layer forward) through forward and backward. The total of Kaplan et al. 2020, "
+            "Table 1 (C_forward = 2N + 2 n_layer n_ctx d_attn)."
+        ),
+        "full-square": (
+            "6 N + 12 L s a: the scores over the whole s x s square, masked half included, with "
+            "a = heads x head size. PaLM's MFU (Chowdhery et al. 2022, Appendix B: 6N + 12 L H Q T), "
+            "reused for MFU by Llama 3 (Dubey et al. 2024) and by nanoGPT's estimate_mfu; "
+            "Megatron-LM's FLOP formula (Narayanan et al. 2021) also counts the full square."
+        ),
+    }
+)
 
 _CONVENTION_ALIASES = {"palm": "full-square", "kaplan": "three-term"}
 
@@ -461,13 +472,13 @@ def training_convention(convention) -> str:
             if key == known.lower():
                 return known
     raise ValueError(
-        f"convention must be one of {', '.join(repr(c) for c in TRAINING_CONVENTIONS)}, "
-        f"got {convention!r}"
+        f"convention must be one of {', '.join(repr(c) for c in TRAINING_CONVENTIONS)}, got {convention!r}"
     )
 
 
-def training_flops_per_token(n_params, n_layers=None, d_model=None, seq_len=None, convention="6N",
-                             *, attention_dim=None) -> float:
+def training_flops_per_token(
+    n_params, n_layers=None, d_model=None, seq_len=None, convention="6N", *, attention_dim=None
+) -> float:
     """Training (forward + backward) FLOPs per token under a named convention.
 
     * ``"6N"``: ``6 * n_params``. Every parameter takes part in one multiply-add in
@@ -489,18 +500,19 @@ def training_flops_per_token(n_params, n_layers=None, d_model=None, seq_len=None
     n = _model_params(n_params)  # often a round figure such as 6.7e9; 7 (for 7B) is refused
     key = training_convention(convention)
     shape = {}
-    for name, value, unit in (("n_layers", n_layers, "layers"), ("d_model", d_model, "features"),
-                              ("seq_len", seq_len, "tokens"),
-                              ("attention_dim", attention_dim, "features (heads x head size)")):
+    for name, value, unit in (
+        ("n_layers", n_layers, "layers"),
+        ("d_model", d_model, "features"),
+        ("seq_len", seq_len, "tokens"),
+        ("attention_dim", attention_dim, "features (heads x head size)"),
+    ):
         if value is not None:  # checked when given, even where the convention does not use it
             shape[name] = _positive_int(value, name, unit)
     if key == "6N":
         return 6 * n  # 2N forward + 4N backward; the shape arguments are not needed
     missing = [name for name in ("n_layers", "d_model", "seq_len") if name not in shape]
     if missing:
-        raise ValueError(
-            f"convention {key!r} needs n_layers, d_model and seq_len; missing: {', '.join(missing)}"
-        )
+        raise ValueError(f"convention {key!r} needs n_layers, d_model and seq_len; missing: {', '.join(missing)}")
     a = shape.get("attention_dim", shape["d_model"])
     causal_scores = 2 * shape["n_layers"] * shape["seq_len"] * a  # 2 s a per layer, forward
     squares = 2 if key == "full-square" else 1  # the whole square is twice the causal half
@@ -555,16 +567,30 @@ def score_to_body_ratio(seq_len, d_model, kappa) -> float:
 
 #: Llama-2-7B: 6,738,415,616 parameters by this count (see ``model_config("llama-2-7b")``).
 LLAMA2_7B = TransformerConfig(
-    d_model=4096, d_ff=11008, n_layers=32, n_heads=32, vocab=32000, seq_len=4096,
-    gated=True, tied_embeddings=False, name="Llama-2-7B",
+    d_model=4096,
+    d_ff=11008,
+    n_layers=32,
+    n_heads=32,
+    vocab=32000,
+    seq_len=4096,
+    gated=True,
+    tied_embeddings=False,
+    name="Llama-2-7B",
 )
 
 #: Stack-100M, the course's small deep model. The source gives N = 101.4M with the tied
 #: embedding; solving 30 * (4 d**2 + 3 d d_ff) + V d + norms = 101.4M gives d_ff ~ 1153.
 #: d_ff = 1152 (a multiple of 64, 2.25 d) gives 101,349,888 parameters, kappa = 10.75.
 STACK_100M = TransformerConfig(
-    d_model=512, d_ff=1152, n_layers=30, n_heads=8, vocab=32768, seq_len=2048,
-    gated=True, tied_embeddings=True, name="Stack-100M",
+    d_model=512,
+    d_ff=1152,
+    n_layers=30,
+    n_heads=8,
+    vocab=32768,
+    seq_len=2048,
+    gated=True,
+    tied_embeddings=True,
+    name="Stack-100M",
 )
 
 
@@ -612,4 +638,3 @@ def published_params(name) -> dict:
     model_config(name)  # same validation and spelling rules
     key = name.strip().lower().replace("_", "-").replace(" ", "-")
     return dict(_published_table()[key])
-

@@ -16,6 +16,7 @@ Every number comes from the library (``roofline``, ``inference``, ``training``,
 ``transformer``); the explorers only arrange it. Without an IPython kernel the figure is still
 rendered (so redraw time is honest) but not displayed.
 """
+
 from __future__ import annotations
 
 import base64
@@ -36,8 +37,14 @@ from ._checks import _positive, _positive_int
 from .hardware import as_gpu, registry
 from .roofline import ImplausibleMeasurement, attainable_flops_per_s, ridge_point
 
-__all__ = ["Explorer", "roofline_explorer", "decode_explorer", "flop_share_explorer", "mfu_explorer",
-           "collective_explorer"]
+__all__ = [
+    "Explorer",
+    "roofline_explorer",
+    "decode_explorer",
+    "flop_share_explorer",
+    "mfu_explorer",
+    "collective_explorer",
+]
 
 _TERA = 1e12  # FLOP/s -> TFLOP/s at the edge
 _FIGSIZE = (6.4, 3.6)  # inches
@@ -49,8 +56,15 @@ _POWERS_OF_TWO = tuple(2**k for k in range(0, 13))  # 1 .. 4096
 class Explorer(w.VBox):
     """A VBox of controls, readout and figure, with the hooks tests and readers use."""
 
-    def __init__(self, controls: dict[str, w.Widget], figure: Figure, recompute: Callable[[], None],
-                 *, title: str, hooks: dict[str, Callable[[object], None]] | None = None):
+    def __init__(
+        self,
+        controls: dict[str, w.Widget],
+        figure: Figure,
+        recompute: Callable[[], None],
+        *,
+        title: str,
+        hooks: dict[str, Callable[[object], None]] | None = None,
+    ):
         self.controls = controls
         self.figure = figure
         self.readout = w.HTML(layout=w.Layout(min_height="2.6em"))
@@ -61,12 +75,14 @@ class Explorer(w.VBox):
         self._recompute = recompute
         self._hooks = dict(hooks or {})  # name -> run before the redraw when that control changes
         self._quiet = False  # set while a hook rewrites another control, so the redraw happens once
-        super().__init__([
-            w.HTML(f"<b>{html.escape(title)}</b>"),
-            w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap")),
-            self.readout,
-            self.output,
-        ])
+        super().__init__(
+            [
+                w.HTML(f"<b>{html.escape(title)}</b>"),
+                w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap")),
+                self.readout,
+                self.output,
+            ]
+        )
         for name, control in controls.items():
             control.observe(functools.partial(self._on_change, name), names="value")
 
@@ -96,7 +112,8 @@ class Explorer(w.VBox):
                 f'<img src="data:image/png;base64,{png}" alt="{html.escape(self.alt_text)}">'
                 "<figcaption>A snapshot taken when this page was built. Its controls are live in the "
                 "notebook (<code>make lab</code>); on this page, the kernel-free explorer is.</figcaption>"
-                "</figure>")
+                "</figure>"
+            )
         return data
 
     def _on_change(self, name: str, change) -> None:
@@ -138,7 +155,9 @@ def _figure() -> tuple[Figure, object]:
     fig = Figure(figsize=_FIGSIZE, dpi=_DPI)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.13, right=0.94, bottom=0.15, top=0.9)  # fixed: no layout pass per redraw; room for the last tick label
+    fig.subplots_adjust(
+        left=0.13, right=0.94, bottom=0.15, top=0.9
+    )  # fixed: no layout pass per redraw; room for the last tick label
     return fig, ax
 
 
@@ -186,11 +205,22 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
 
     controls = {
         "gpu": _gpu_dropdown(spec),
-        "precision": w.Dropdown(options=list(spec.precisions), value=precision.strip().lower(),
-                                description="precision", layout=w.Layout(width="12em")),
-        "intensity": w.FloatLogSlider(value=x0, base=10, min=_INTENSITY_LOG10[0], max=_INTENSITY_LOG10[1],
-                                      step=0.01, description="FLOP/byte", readout_format=".3g",
-                                      continuous_update=False),
+        "precision": w.Dropdown(
+            options=list(spec.precisions),
+            value=precision.strip().lower(),
+            description="precision",
+            layout=w.Layout(width="12em"),
+        ),
+        "intensity": w.FloatLogSlider(
+            value=x0,
+            base=10,
+            min=_INTENSITY_LOG10[0],
+            max=_INTENSITY_LOG10[1],
+            step=0.01,
+            description="FLOP/byte",
+            readout_format=".3g",
+            continuous_update=False,
+        ),
     }
     fig, ax = _figure()
     xs = np.geomspace(lo, hi, 200)
@@ -221,10 +251,15 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
         ridge_label.set_text(f"ridge {_fmt(ridge)}")
         kernel_dot.set_data([x], [attainable / _TERA])
         ax.set_ylim(chip.hbm_bytes_per_s * lo / _TERA / 2, peak / _TERA * 3)
-        ax.set_title(f"{chip.name}, {prec}: {_fmt(peak / _TERA)} TFLOP/s, "
-                     f"{_fmt(chip.hbm_bytes_per_s / _TERA)} TB/s", fontsize=10)
-        explorer.result = {"attainable_flops_per_s": attainable, "ridge": ridge, "bound": bound,
-                           "peak_flops_per_s": peak}
+        ax.set_title(
+            f"{chip.name}, {prec}: {_fmt(peak / _TERA)} TFLOP/s, {_fmt(chip.hbm_bytes_per_s / _TERA)} TB/s", fontsize=10
+        )
+        explorer.result = {
+            "attainable_flops_per_s": attainable,
+            "ridge": ridge,
+            "bound": bound,
+            "peak_flops_per_s": peak,
+        }
         explorer.readout.value = (
             f"At {_fmt(x)} FLOP/byte the {html.escape(chip.name)} ({prec}) attains at most "
             f"<b>{_fmt(attainable / _TERA)} TFLOP/s</b> ({attainable / peak:.0%} of its peak): "
@@ -236,8 +271,9 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
         chip = as_gpu(key)
         current = controls["precision"].value
         controls["precision"].options = list(chip.precisions)
-        controls["precision"].value = current if chip.has(current) else (
-            "bf16" if chip.has("bf16") else chip.precisions[0])
+        controls["precision"].value = (
+            current if chip.has(current) else ("bf16" if chip.has("bf16") else chip.precisions[0])
+        )
 
     explorer = Explorer(controls, fig, recompute, title="Roofline explorer", hooks={"gpu": on_gpu})
     explorer.update()
@@ -247,8 +283,14 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
 # --------------------------------------------------------------------------- decode
 
 
-def decode_explorer(n_params: float = 7e9, gpu="A100", bytes_per_param: float = 2,
-                    batch: int = 1, tokens: int = 256, model: str | None = None) -> Explorer:
+def decode_explorer(
+    n_params: float = 7e9,
+    gpu="A100",
+    bytes_per_param: float = 2,
+    batch: int = 1,
+    tokens: int = 256,
+    model: str | None = None,
+) -> Explorer:
     """Decode on one card: batch size and tokens to generate -> the tokens/s ceiling and its bound.
 
     Every step streams the weights once (``inference.decode_roofline``); a bigger batch
@@ -267,20 +309,25 @@ def decode_explorer(n_params: float = 7e9, gpu="A100", bytes_per_param: float = 
     if model is not None:
         transformer.model_config(model)  # an unknown name is refused with the shipped ones listed
     model_options = [(f"{n / 1e9:.3g}B parameters", None)] + [
-        (transformer.model_config(m).name, m) for m in transformer.shipped_models()]
+        (transformer.model_config(m).name, m) for m in transformer.shipped_models()
+    ]
 
     widths = sorted({2, 1, 0.5, float(bytes_per_param)}, reverse=True)
     controls = {
-        "model": w.Dropdown(options=model_options, value=model, description="model",
-                            layout=w.Layout(width="18em")),
+        "model": w.Dropdown(options=model_options, value=model, description="model", layout=w.Layout(width="18em")),
         "gpu": _gpu_dropdown(spec),
-        "bytes_per_param": w.Dropdown(options=[(f"{b:g} B/param", b) for b in widths],
-                                      value=float(bytes_per_param), description="weights",
-                                      layout=w.Layout(width="13em")),
-        "batch": w.SelectionSlider(options=_choices(b0, _POWERS_OF_TWO[:11]), value=b0,
-                                   description="batch", continuous_update=False),
-        "tokens": w.IntSlider(value=t0, min=1, max=max(4096, t0), step=1, description="tokens",
-                              continuous_update=False),
+        "bytes_per_param": w.Dropdown(
+            options=[(f"{b:g} B/param", b) for b in widths],
+            value=float(bytes_per_param),
+            description="weights",
+            layout=w.Layout(width="13em"),
+        ),
+        "batch": w.SelectionSlider(
+            options=_choices(b0, _POWERS_OF_TWO[:11]), value=b0, description="batch", continuous_update=False
+        ),
+        "tokens": w.IntSlider(
+            value=t0, min=1, max=max(4096, t0), step=1, description="tokens", continuous_update=False
+        ),
     }
     # The curve samples every whole batch size a log grid touches, so the knee is drawn where it is.
     grid = np.unique(np.round(np.geomspace(1, controls["batch"].options[-1], 96)).astype(int))
@@ -340,9 +387,15 @@ _SHARE_KEYS = ("ffn_total", "qkvo_total", "scores_total", "unembed")
 _SHARE_LABELS = ("FFN", "QKVO", "scores", "unembed")
 
 
-def flop_share_explorer(d_model: int = 4096, seq_len: int = 2048, n_layers: int = 32,
-                        vocab: int = 32000, ffn_ratio: float = 4.0, gated: bool = False,
-                        causal: bool = True) -> Explorer:
+def flop_share_explorer(
+    d_model: int = 4096,
+    seq_len: int = 2048,
+    n_layers: int = 32,
+    vocab: int = 32000,
+    ffn_ratio: float = 4.0,
+    gated: bool = False,
+    causal: bool = True,
+) -> Explorer:
     """Sequence length and width -> where a token's forward FLOPs go (FFN, QKVO, scores, unembed).
 
     ``d_ff = round(ffn_ratio * d_model)``; counts come from
@@ -359,14 +412,23 @@ def flop_share_explorer(d_model: int = 4096, seq_len: int = 2048, n_layers: int 
 
     def counts(d: int, s: int):
         return transformer.transformer_flops_per_token(
-            d, max(1, round(ratio * d)), layers, s, v, gated=gated, causal=causal)
+            d, max(1, round(ratio * d)), layers, s, v, gated=gated, causal=causal
+        )
 
     counts(d0, s0)  # checks gated and causal before any widget exists
     controls = {
-        "seq_len": w.SelectionSlider(options=_choices(s0, tuple(2**k for k in range(7, 18))), value=s0,
-                                     description="seq_len", continuous_update=False),
-        "d_model": w.SelectionSlider(options=_choices(d0, tuple(2**k for k in range(8, 15))), value=d0,
-                                     description="d_model", continuous_update=False),
+        "seq_len": w.SelectionSlider(
+            options=_choices(s0, tuple(2**k for k in range(7, 18))),
+            value=s0,
+            description="seq_len",
+            continuous_update=False,
+        ),
+        "d_model": w.SelectionSlider(
+            options=_choices(d0, tuple(2**k for k in range(8, 15))),
+            value=d0,
+            description="d_model",
+            continuous_update=False,
+        ),
     }
     fig, ax = _figure()
     bars = ax.bar(_SHARE_LABELS, [0.25] * 4, color=["C0", "C1", "C2", "C4"])
@@ -402,8 +464,9 @@ def flop_share_explorer(d_model: int = 4096, seq_len: int = 2048, n_layers: int 
 # --------------------------------------------------------------------------- MFU
 
 
-def mfu_explorer(n_params: float = 7e9, tokens_per_s: float | None = None, n_gpus: int = 8,
-                 gpu="A100", precision: str = "bf16") -> Explorer:
+def mfu_explorer(
+    n_params: float = 7e9, tokens_per_s: float | None = None, n_gpus: int = 8, gpu="A100", precision: str = "bf16"
+) -> Explorer:
     """Model size, global training tokens/s, GPU count and GPU -> MFU under the 6N convention.
 
     ``tokens_per_s=None`` starts at the rate that gives 40 % MFU. Above 100 % the library refuses
@@ -421,12 +484,32 @@ def mfu_explorer(n_params: float = 7e9, tokens_per_s: float | None = None, n_gpu
 
     controls = {
         "gpu": _gpu_dropdown(spec),
-        "n_params": w.FloatLogSlider(value=n0, base=10, min=7, max=12.5, step=0.01, description="params",
-                                     readout_format=".3g", continuous_update=False),
-        "tokens_per_s": w.FloatLogSlider(value=r0, base=10, min=1, max=9, step=0.01, description="tokens/s",
-                                         readout_format=".3g", continuous_update=False),
-        "n_gpus": w.SelectionSlider(options=_choices(g0, tuple(2**k for k in range(0, 15))), value=g0,
-                                    description="GPUs", continuous_update=False),
+        "n_params": w.FloatLogSlider(
+            value=n0,
+            base=10,
+            min=7,
+            max=12.5,
+            step=0.01,
+            description="params",
+            readout_format=".3g",
+            continuous_update=False,
+        ),
+        "tokens_per_s": w.FloatLogSlider(
+            value=r0,
+            base=10,
+            min=1,
+            max=9,
+            step=0.01,
+            description="tokens/s",
+            readout_format=".3g",
+            continuous_update=False,
+        ),
+        "n_gpus": w.SelectionSlider(
+            options=_choices(g0, tuple(2**k for k in range(0, 15))),
+            value=g0,
+            description="GPUs",
+            continuous_update=False,
+        ),
     }
     fig, ax = _figure()
     fig.set_size_inches(_FIGSIZE[0], 1.8)
@@ -465,8 +548,9 @@ def mfu_explorer(n_params: float = 7e9, tokens_per_s: float | None = None, n_gpu
         value_label.set_color("white" if value > 1.2 else "black")
         value_label.set_position((min(shown, 1.2) + 0.02, 0.0))
         value_label.set_text(f"{value:.1%}")
-        ax.set_title(f"{n / 1e9:.3g}B params, {_fmt(rate)} tokens/s on {cards} x {chip.name} ({precision})",
-                     fontsize=10)
+        ax.set_title(
+            f"{n / 1e9:.3g}B params, {_fmt(rate)} tokens/s on {cards} x {chip.name} ({precision})", fontsize=10
+        )
         explorer.result = value
         if message:
             explorer.readout.value = _error(message)
@@ -495,9 +579,14 @@ _COMMS_CHOICES = (  # (label, (collective, algorithm)) as comms.collective_cost 
 _MESSAGE_LOG10 = (2.0, 11.0)  # 100 bytes to 100 GB
 
 
-def collective_explorer(link="NVLink 4", n_ranks: int = 8, message_bytes: float = 1e8,
-                        alpha_seconds: float = 5e-6, collective: str = "all_reduce",
-                        algorithm: str = "ring") -> Explorer:
+def collective_explorer(
+    link="NVLink 4",
+    n_ranks: int = 8,
+    message_bytes: float = 1e8,
+    alpha_seconds: float = 5e-6,
+    collective: str = "all_reduce",
+    algorithm: str = "ring",
+) -> Explorer:
     """A link, a rank count, a message size and a collective -> time and bus bandwidth.
 
     The figure draws the alpha-beta model's bus bandwidth against message size (the NCCL tests'
@@ -517,15 +606,31 @@ def collective_explorer(link="NVLink 4", n_ranks: int = 8, message_bytes: float 
     choice = (start.collective, start.algorithm)
 
     controls = {
-        "link": w.Dropdown(options=[(s.name, key) for key, s in interconnect.link_registry().items()],
-                           value=spec.key, description="link", layout=w.Layout(width="20em")),
-        "collective": w.Dropdown(options=list(_COMMS_CHOICES), value=choice, description="collective",
-                                 layout=w.Layout(width="18em")),
-        "n_ranks": w.SelectionSlider(options=_choices(n0, tuple(2**k for k in range(1, 11))), value=n0,
-                                     description="ranks", continuous_update=False),
-        "message_bytes": w.FloatLogSlider(value=s0, base=10, min=_MESSAGE_LOG10[0], max=_MESSAGE_LOG10[1],
-                                          step=0.01, description="bytes", readout_format=".3g",
-                                          continuous_update=False),
+        "link": w.Dropdown(
+            options=[(s.name, key) for key, s in interconnect.link_registry().items()],
+            value=spec.key,
+            description="link",
+            layout=w.Layout(width="20em"),
+        ),
+        "collective": w.Dropdown(
+            options=list(_COMMS_CHOICES), value=choice, description="collective", layout=w.Layout(width="18em")
+        ),
+        "n_ranks": w.SelectionSlider(
+            options=_choices(n0, tuple(2**k for k in range(1, 11))),
+            value=n0,
+            description="ranks",
+            continuous_update=False,
+        ),
+        "message_bytes": w.FloatLogSlider(
+            value=s0,
+            base=10,
+            min=_MESSAGE_LOG10[0],
+            max=_MESSAGE_LOG10[1],
+            step=0.01,
+            description="bytes",
+            readout_format=".3g",
+            continuous_update=False,
+        ),
     }
     fig, ax = _figure()
     sizes = np.geomspace(lo, hi, 200)
@@ -548,8 +653,7 @@ def collective_explorer(link="NVLink 4", n_ranks: int = 8, message_bytes: float 
         s = controls["message_bytes"].value
         cost = comms.collective_cost(name, s, n, alpha, link_spec, algo)
         crossover = comms.latency_crossover_bytes(name, n, alpha, link_spec, algo)
-        bus = np.array([comms.collective_cost(name, x, n, alpha, link_spec, algo).bus_bytes_per_s
-                        for x in sizes])
+        bus = np.array([comms.collective_cost(name, x, n, alpha, link_spec, algo).bus_bytes_per_s for x in sizes])
         factor = comms.bus_bandwidth_factor(name, n)
         per_byte = comms.collective_bytes_per_rank(name, 1.0, n, algo)
         flat = link_spec.bytes_per_s * factor / per_byte  # the large-message limit
@@ -559,9 +663,11 @@ def collective_explorer(link="NVLink 4", n_ranks: int = 8, message_bytes: float 
         cross_line.set_xdata([crossover, crossover])
         dot.set_data([s], [cost.bus_bytes_per_s / 1e9])
         ax.set_ylim(flat / 1e9 / 1e6, flat / 1e9 * 3)
-        ax.set_title(f"{algo} {name} on {n} ranks over {link_spec.name} "
-                     f"({_fmt(link_spec.bytes_per_s / 1e9)} GB/s one way), alpha {alpha * 1e6:.3g} us",
-                     fontsize=9)
+        ax.set_title(
+            f"{algo} {name} on {n} ranks over {link_spec.name} "
+            f"({_fmt(link_spec.bytes_per_s / 1e9)} GB/s one way), alpha {alpha * 1e6:.3g} us",
+            fontsize=9,
+        )
         explorer.result = cost
         explorer.readout.value = (
             f"{_fmt(s)} bytes: {cost.steps} steps x {alpha * 1e6:.3g} us + {_fmt(cost.bytes_per_rank)} bytes "

@@ -1,5 +1,6 @@
 """The FLOP audit: what FlopCounterMode counts, what count_flops counts, and the cross-check
 of the analytic per-token formula against a real torch graph."""
+
 import dataclasses
 
 import pytest
@@ -54,9 +55,7 @@ def test_stock_gpu_backward_includes_the_recompute():
     aten = torch.ops.aten
 
     def forward_and_backward():
-        out, lse, cq, ck, mq, mk, seed, offset, _ = aten._scaled_dot_product_flash_attention(
-            q, k, v, 0.0, True
-        )
+        out, lse, cq, ck, mq, mk, seed, offset, _ = aten._scaled_dot_product_flash_attention(q, k, v, 0.0, True)
         aten._scaled_dot_product_flash_attention_backward(
             out, q, k, v, out, lse, cq, ck, mq, mk, 0.0, True, seed, offset
         )
@@ -102,9 +101,7 @@ def test_non_square_causal_uses_pytorchs_top_left_mask():
 
 def test_grouped_query_attention_counts_query_heads():
     q, k = torch.randn(1, 4, 8, 16), torch.randn(1, 2, 8, 16)
-    counted = audit.count_flops(
-        lambda: F.scaled_dot_product_attention(q, k, k, is_causal=True, enable_gqa=True)
-    )
+    counted = audit.count_flops(lambda: F.scaled_dot_product_attention(q, k, k, is_causal=True, enable_gqa=True))
     assert counted.total == 9216  # 4 query heads * 36 entries * 4 * 16
 
 

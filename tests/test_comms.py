@@ -1,4 +1,5 @@
 """The alpha-beta collective model, the communication roofline, the fit, and the live gloo run."""
+
 from __future__ import annotations
 
 import math
@@ -194,7 +195,7 @@ def _synthetic(alpha, bytes_per_s, n_ranks, collective, sizes):
 
 
 def test_fit_recovers_alpha_and_bandwidth_of_an_exact_series():
-    sizes = [4 ** k for k in range(5, 13)]
+    sizes = [4**k for k in range(5, 13)]
     # 2 ranks, all-reduce: t = 2 * 50 us + S / 2 GB/s
     fit = rl.fit_alpha_beta(sizes, _synthetic(50e-6, 2e9, 2, "all_reduce", sizes), "all_reduce", 2)
     assert fit.alpha_seconds == pytest.approx(50e-6, rel=1e-9)
@@ -209,7 +210,7 @@ def test_fit_recovers_alpha_and_bandwidth_of_an_exact_series():
 
 def test_fit_recovers_alpha_and_bandwidth_through_noise():
     rng = np.random.default_rng(0)
-    sizes = [4 ** k for k in range(5, 13) for _ in range(3)]
+    sizes = [4**k for k in range(5, 13) for _ in range(3)]
     exact = np.array(_synthetic(50e-6, 2e9, 2, "all_reduce", sizes))
     noisy = exact * (1 + 0.03 * rng.standard_normal(len(sizes)))  # 3 % jitter
     fit = rl.fit_alpha_beta(sizes, noisy, "all_reduce", 2)
@@ -274,8 +275,9 @@ def _children(pid: int) -> set[int]:
 
 def test_gloo_measurement_on_two_local_ranks_and_no_process_left_behind():
     before = _children(os.getpid()) if sys.platform == "linux" else set()
-    m = rl.measure_collectives(2, message_bytes=[1024, 1 << 20], repeats=2, budget_s_per_repeat=0.002,
-                               backend="gloo", timeout_s=120)
+    m = rl.measure_collectives(
+        2, message_bytes=[1024, 1 << 20], repeats=2, budget_s_per_repeat=0.002, backend="gloo", timeout_s=120
+    )
     assert m.backend == "gloo" and m.device == "cpu" and m.n_ranks == 2
     sizes, seconds = m.series("all_reduce")
     assert sizes == (1024, 1 << 20)

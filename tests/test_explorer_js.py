@@ -13,6 +13,7 @@ for every GPU and precision in the registry, and require the same numbers as the
 The JavaScript runs in ``node`` when it is installed, otherwise in the site test's chromium; with
 neither the module skips and says so.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,7 +74,9 @@ function evaluateCases(X, cases) {
 }
 """
 
-_NODE_MAIN = _EVALUATE + """
+_NODE_MAIN = (
+    _EVALUATE
+    + """
 const fs = require("fs"), vm = require("vm");
 const sandbox = { console: console };
 sandbox.window = sandbox;  // the page's `window` is the global object, as in a browser
@@ -84,6 +87,7 @@ for (const file of process.argv.slice(1, 3)) {
 const cases = JSON.parse(fs.readFileSync(0, "utf8"));
 process.stdout.write(JSON.stringify(evaluateCases(sandbox.RooflineExplorer, cases)));
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +98,11 @@ def registry_js(tmp_path_factory) -> Path:
 def _run_in_node(registry_js: Path, cases: list) -> list:
     proc = subprocess.run(
         ["node", "-e", _NODE_MAIN, str(registry_js), str(EXPLORER_JS)],
-        input=json.dumps(cases), capture_output=True, text=True, timeout=60, check=False,
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -106,19 +114,23 @@ def run_js(registry_js):
         yield lambda cases: _run_in_node(registry_js, cases)
         return
     if not Path(CHROMIUM).exists():
-        pytest.skip("neither node nor chromium is installed to run the explorer's JavaScript "
-                    "(`make browser` installs chromium)")
+        pytest.skip(
+            "neither node nor chromium is installed to run the explorer's JavaScript (`make browser` installs chromium)"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox",
-                                     "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
+        )
         page = browser.new_page()
         page.set_content("<!doctype html><html><body></body></html>")
         page.add_script_tag(content=registry_js.read_text(encoding="utf-8"))
         page.add_script_tag(content=EXPLORER_JS.read_text(encoding="utf-8"))
         yield lambda cases: page.evaluate(
-            f"cases => {{ {_EVALUATE}; return evaluateCases(window.RooflineExplorer, cases); }}", cases)
+            f"cases => {{ {_EVALUATE}; return evaluateCases(window.RooflineExplorer, cases); }}", cases
+        )
         browser.close()
 
 
@@ -137,8 +149,7 @@ def _grid():
                 expected.append(rl.attainable_flops_per_s(intensity, spec, p))
             for n_params in (1e9, 7e9, 70e9, 405e9):
                 for batch in (1, 8, 64, 512, 4096):
-                    cases.append({"op": "decode", "gpu": key, "precision": p, "n_params": n_params,
-                                  "batch": batch})
+                    cases.append({"op": "decode", "gpu": key, "precision": p, "n_params": n_params, "batch": batch})
                     expected.append(rl.decode_roofline(n_params, spec, rl.bytes_per_element(p), p, batch))
     return cases, expected
 
@@ -180,23 +191,30 @@ def test_shipped_models_decode_like_the_library(run_js):
     got = run_js(cases)
     for case, mine, lib in zip(cases, got, expected):
         assert not (isinstance(mine, dict) and "error" in mine), (case, mine)
-        for name, value in (("weightBytes", lib.weight_bytes), ("tokensPerS", lib.tokens_per_s),
-                            ("computeSeconds", lib.compute_seconds), ("shareOfPeak", lib.share_of_peak)):
+        for name, value in (
+            ("weightBytes", lib.weight_bytes),
+            ("tokensPerS", lib.tokens_per_s),
+            ("computeSeconds", lib.compute_seconds),
+            ("shareOfPeak", lib.share_of_peak),
+        ):
             assert math.isclose(mine[name], value, rel_tol=1e-12), (case, name, mine[name], value)
         assert (mine["bound"], mine["fitsInMemory"]) == (lib.bound, lib.fits_in_memory), case
     # Mixtral at batch 1 reads 2 of its 8 experts per layer: 25.5 GB of its 93.4 GB
     mixtral_one = got[[c["model"] for c in cases].index("mixtral-8x7b")]
     assert mixtral_one["weightBytes"] == pytest.approx(25.4977e9, rel=1e-5)
     assert run_js([{"op": "model_decode", "gpu": "A100", "precision": "bf16", "model": "llama-9", "batch": 1}])[0] == {
-        "error": "unknown model \"llama-9\"; shipped models: " + ", ".join(rl.shipped_models())}
+        "error": 'unknown model "llama-9"; shipped models: ' + ", ".join(rl.shipped_models())
+    }
 
 
 def test_worked_examples(run_js):
-    a100_ridge, a100_at_10, h100_decode = run_js([
-        {"op": "ridge", "gpu": "A100", "precision": "bf16"},
-        {"op": "attainable", "gpu": "A100", "precision": "bf16", "intensity": 10},
-        {"op": "decode", "gpu": "H100", "precision": "bf16", "n_params": 7e9, "batch": 1},
-    ])
+    a100_ridge, a100_at_10, h100_decode = run_js(
+        [
+            {"op": "ridge", "gpu": "A100", "precision": "bf16"},
+            {"op": "attainable", "gpu": "A100", "precision": "bf16", "intensity": 10},
+            {"op": "decode", "gpu": "H100", "precision": "bf16", "n_params": 7e9, "batch": 1},
+        ]
+    )
     assert round(a100_ridge, 2) == 153.02  # 312e12 FLOP/s / 2039e9 B/s = 153.02 FLOP/byte
     assert a100_at_10 == pytest.approx(20.39e12)  # memory-bound: 2039e9 B/s * 10 FLOP/B = 20.39e12
     # 7e9 params * 2 B = 14e9 B; 14e9 / 3.35e12 B/s = 4.179 ms per step; 1 / 4.179 ms = 239.3 tok/s
@@ -208,9 +226,9 @@ def test_worked_examples(run_js):
 def test_decode_turns_compute_bound_past_the_ridge(run_js):
     # H100 bf16: step = max(14e9 / 3.35e12, 2 * 7e9 * batch / 989.5e12). The compute term wins once
     # batch > 989.5e12 * 14e9 / (3.35e12 * 14e9) = 295.4, so batch 256 is memory-, 512 compute-bound.
-    at_256, at_512 = run_js([
-        {"op": "decode", "gpu": "H100", "precision": "bf16", "n_params": 7e9, "batch": b} for b in (256, 512)
-    ])
+    at_256, at_512 = run_js(
+        [{"op": "decode", "gpu": "H100", "precision": "bf16", "n_params": 7e9, "batch": b} for b in (256, 512)]
+    )
     assert at_256["bound"] == "memory" and at_512["bound"] == "compute"
     assert at_512["tokensPerS"] == pytest.approx(989.5e12 / 14e9)  # peak / (2 N) = 70,679 tok/s
 
@@ -223,27 +241,32 @@ def test_names_resolve_like_the_library(run_js):
 
 
 def test_bad_input_is_refused_with_the_reason(run_js):
-    no_fp8, zero_intensity, zero_batch, unknown = run_js([
-        {"op": "peak", "gpu": "A100", "precision": "fp8"},
-        {"op": "attainable", "gpu": "A100", "precision": "bf16", "intensity": 0},
-        {"op": "decode", "gpu": "A100", "precision": "bf16", "n_params": 7e9, "batch": 0},
-        {"op": "gpu", "name": "V100"},
-    ])
+    no_fp8, zero_intensity, zero_batch, unknown = run_js(
+        [
+            {"op": "peak", "gpu": "A100", "precision": "fp8"},
+            {"op": "attainable", "gpu": "A100", "precision": "bf16", "intensity": 0},
+            {"op": "decode", "gpu": "A100", "precision": "bf16", "n_params": 7e9, "batch": 0},
+            {"op": "gpu", "name": "V100"},
+        ]
+    )
     assert "A100 80GB SXM has no fp8" in no_fp8["error"] and "bf16" in no_fp8["error"]
     assert "intensity must be a positive finite number of FLOP/byte" in zero_intensity["error"]
     assert "batch must be a positive whole number" in zero_batch["error"]
     assert "unknown GPU" in unknown["error"] and "h100-sxm" in unknown["error"]
 
 
-@pytest.mark.parametrize("x, shown", [
-    (20.39, "20.4"),  # 3 significant digits
-    (153.0161844, "153"),
-    (989.5, "990"),
-    (12345.0, "12,300"),  # thousands separated, never 1.23e+04
-    (0.1, "0.1"),
-    (0.0654, "0.0654"),
-    (6.5353, "6.54"),
-])
+@pytest.mark.parametrize(
+    "x, shown",
+    [
+        (20.39, "20.4"),  # 3 significant digits
+        (153.0161844, "153"),
+        (989.5, "990"),
+        (12345.0, "12,300"),  # thousands separated, never 1.23e+04
+        (0.1, "0.1"),
+        (0.0654, "0.0654"),
+        (6.5353, "6.54"),
+    ],
+)
 def test_readouts_print_three_significant_digits(run_js, x, shown):
     assert run_js([{"op": "sig3", "x": x}]) == [shown]
 
@@ -270,8 +293,15 @@ def _library_mfu(case):
     """rl.mfu for one case: the fraction, or the text of the error it raises."""
     kwargs = {k: case[k] for k in ("n_layers", "d_model", "seq_len") if k in case}
     try:
-        return rl.mfu(case["n_params"], case["tokens_per_s"], case["n_gpus"], case["gpu"],
-                      case["precision"], case["convention"], **kwargs)
+        return rl.mfu(
+            case["n_params"],
+            case["tokens_per_s"],
+            case["n_gpus"],
+            case["gpu"],
+            case["precision"],
+            case["convention"],
+            **kwargs,
+        )
     except ValueError as exc:
         return {"error": str(exc)}
 
@@ -285,9 +315,18 @@ def _mfu_grid():
                 for tokens_per_s in (1e3, 1e5, 1.5e6, 1e8):
                     for n_gpus in (1, 8, 256, 16384):
                         for convention, shape in _CONVENTIONS:
-                            cases.append({"op": "mfu", "gpu": key, "precision": p, "n_params": n_params,
-                                          "tokens_per_s": tokens_per_s, "n_gpus": n_gpus,
-                                          "convention": convention, **shape})
+                            cases.append(
+                                {
+                                    "op": "mfu",
+                                    "gpu": key,
+                                    "precision": p,
+                                    "n_params": n_params,
+                                    "tokens_per_s": tokens_per_s,
+                                    "n_gpus": n_gpus,
+                                    "convention": convention,
+                                    **shape,
+                                }
+                            )
     return cases
 
 
@@ -312,14 +351,26 @@ def test_mfu_matches_the_library_and_refuses_what_it_refuses(run_js):
 
 
 def test_mfu_steps_match_the_library(run_js):
-    cases = [{"op": "mfu_parts", "gpu": key, "precision": p, "n_params": 6.7e9, "tokens_per_s": 3e6,
-              "n_gpus": 256, "convention": convention, **shape}
-             for key, spec in rl.registry().items() for p in spec.precisions
-             for convention, shape in _CONVENTIONS]
+    cases = [
+        {
+            "op": "mfu_parts",
+            "gpu": key,
+            "precision": p,
+            "n_params": 6.7e9,
+            "tokens_per_s": 3e6,
+            "n_gpus": 256,
+            "convention": convention,
+            **shape,
+        }
+        for key, spec in rl.registry().items()
+        for p in spec.precisions
+        for convention, shape in _CONVENTIONS
+    ]
     for case, mine in zip(cases, run_js(cases)):
         spec = rl.gpu(case["gpu"])
-        per_token = rl.training_flops_per_token(case["n_params"], convention=case["convention"],
-                                                **{k: case[k] for k in _SHAPE if k in case})
+        per_token = rl.training_flops_per_token(
+            case["n_params"], convention=case["convention"], **{k: case[k] for k in _SHAPE if k in case}
+        )
         assert mine["flopsPerToken"] == per_token, case
         assert mine["achievedFlopsPerS"] == per_token * 3e6, case
         assert mine["peakFlopsPerS"] == 256 * spec.peak_flops_per_s(case["precision"]), case
@@ -328,44 +379,69 @@ def test_mfu_steps_match_the_library(run_js):
 
 def test_mfu_worked_example_and_its_refusal(run_js):
     # chapter 5's start: 6.7e9 params at 1.5e6 tokens/s on 256 A100s in bf16
-    ok, too_fast = run_js([
-        {"op": "mfu", "gpu": "A100", "precision": "bf16", "n_params": 6.7e9, "tokens_per_s": r,
-         "n_gpus": 256, "convention": "6N"} for r in (1.5e6, 3e6)
-    ])
+    ok, too_fast = run_js(
+        [
+            {
+                "op": "mfu",
+                "gpu": "A100",
+                "precision": "bf16",
+                "n_params": 6.7e9,
+                "tokens_per_s": r,
+                "n_gpus": 256,
+                "convention": "6N",
+            }
+            for r in (1.5e6, 3e6)
+        ]
+    )
     # 6 * 6.7e9 * 1.5e6 = 6.03e16 FLOP/s; 256 * 312e12 = 7.9872e16 FLOP/s; 6.03 / 7.9872 = 75.5 %
     assert ok == pytest.approx(0.75496, rel=1e-4)
     # twice the rate: 12.06e16 / 7.9872e16 = 151.0 %, refused with the usual causes named
-    assert too_fast["error"].startswith("MFU of 151.0% is impossible: 120.6 PFLOP/s against 256 x "
-                                        "A100 80GB SXM at a dense bf16 peak of 79.87 PFLOP/s; likely causes:")
+    assert too_fast["error"].startswith(
+        "MFU of 151.0% is impossible: 120.6 PFLOP/s against 256 x "
+        "A100 80GB SXM at a dense bf16 peak of 79.87 PFLOP/s; likely causes:"
+    )
     assert "sparse (2:4) peak" in too_fast["error"] and "wrong GPU count" in too_fast["error"]
 
 
 def test_three_term_adds_the_score_work(run_js):
-    six_n, three_term = run_js([
-        {"op": "training_flops", "n_params": 6.7e9, "convention": "6N"},
-        {"op": "training_flops", "n_params": 6.7e9, "convention": "Three-Term", **_SHAPE},
-    ])
+    six_n, three_term = run_js(
+        [
+            {"op": "training_flops", "n_params": 6.7e9, "convention": "6N"},
+            {"op": "training_flops", "n_params": 6.7e9, "convention": "Three-Term", **_SHAPE},
+        ]
+    )
     assert six_n == 40.2e9  # 6 * 6.7e9
     assert three_term == 40.2e9 + 6 * 32 * 4096 * 4096  # + 3.221e9 = 43.42e9 FLOP per token
-    full, palm = run_js([
-        {"op": "training_flops", "n_params": 6.7e9, "convention": "full-square", **_SHAPE},
-        {"op": "training_flops", "n_params": 6.7e9, "convention": "PaLM", **_SHAPE},
-    ])
+    full, palm = run_js(
+        [
+            {"op": "training_flops", "n_params": 6.7e9, "convention": "full-square", **_SHAPE},
+            {"op": "training_flops", "n_params": 6.7e9, "convention": "PaLM", **_SHAPE},
+        ]
+    )
     assert full == palm == 40.2e9 + 12 * 32 * 4096 * 4096  # the whole square: twice the causal term
     assert full == rl.training_flops_per_token(6.7e9, convention="full-square", **_SHAPE)
 
 
 def test_mfu_bad_input_is_refused_with_the_reason(run_js):
-    base = {"op": "mfu", "gpu": "A100", "precision": "bf16", "n_params": 6.7e9, "tokens_per_s": 1e6,
-            "n_gpus": 8, "convention": "6N"}
-    no_fp8, no_shape, bad_convention, zero_gpus, half_gpu, zero_rate = run_js([
-        {**base, "precision": "fp8"},
-        {**base, "convention": "three-term", "n_layers": 32},
-        {**base, "convention": "7N"},
-        {**base, "n_gpus": 0},
-        {**base, "n_gpus": 2.5},
-        {**base, "tokens_per_s": 0},
-    ])
+    base = {
+        "op": "mfu",
+        "gpu": "A100",
+        "precision": "bf16",
+        "n_params": 6.7e9,
+        "tokens_per_s": 1e6,
+        "n_gpus": 8,
+        "convention": "6N",
+    }
+    no_fp8, no_shape, bad_convention, zero_gpus, half_gpu, zero_rate = run_js(
+        [
+            {**base, "precision": "fp8"},
+            {**base, "convention": "three-term", "n_layers": 32},
+            {**base, "convention": "7N"},
+            {**base, "n_gpus": 0},
+            {**base, "n_gpus": 2.5},
+            {**base, "tokens_per_s": 0},
+        ]
+    )
     assert "A100 80GB SXM has no fp8" in no_fp8["error"] and "bf16" in no_fp8["error"]
     assert no_shape["error"].endswith("missing: d_model, seq_len")
     assert "convention must be one of '6N', 'three-term', 'full-square'" in bad_convention["error"]
@@ -381,10 +457,23 @@ _SHARE_KEYS = {"ffn": "ffn_total", "qkvo": "qkvo_total", "scores": "scores_total
 
 def _shares_grid():
     """The sliders' whole range (seq_len 2^7..2^17, d_model 2^8..2^14), three FFN widths, both flags."""
-    return [{"op": "shares", "d_model": 2**dk, "seq_len": 2**sk, "n_layers": 32, "vocab": 32000,
-             "ffn_ratio": ratio, "gated": gated, "causal": causal}
-            for dk in range(8, 15) for sk in range(7, 18) for ratio in (4.0, 11008 / 4096, 8 / 3)
-            for gated in (False, True) for causal in (True, False)]
+    return [
+        {
+            "op": "shares",
+            "d_model": 2**dk,
+            "seq_len": 2**sk,
+            "n_layers": 32,
+            "vocab": 32000,
+            "ffn_ratio": ratio,
+            "gated": gated,
+            "causal": causal,
+        }
+        for dk in range(8, 15)
+        for sk in range(7, 18)
+        for ratio in (4.0, 11008 / 4096, 8 / 3)
+        for gated in (False, True)
+        for causal in (True, False)
+    ]
 
 
 def test_flop_shares_match_the_library_over_the_sliders_range(run_js):
@@ -393,12 +482,23 @@ def test_flop_shares_match_the_library_over_the_sliders_range(run_js):
     assert len(got) == 7 * 11 * 3 * 2 * 2
     for case, mine in zip(cases, got):
         d_ff = max(1, round(case["ffn_ratio"] * case["d_model"]))  # what flop_share_explorer uses
-        lib = rl.transformer_flops_per_token(case["d_model"], d_ff, case["n_layers"], case["seq_len"],
-                                             case["vocab"], gated=case["gated"], causal=case["causal"])
+        lib = rl.transformer_flops_per_token(
+            case["d_model"],
+            d_ff,
+            case["n_layers"],
+            case["seq_len"],
+            case["vocab"],
+            gated=case["gated"],
+            causal=case["causal"],
+        )
         assert mine["dFf"] == d_ff, case
         assert mine["fwdPerToken"] == lib.fwd_per_token, case  # whole numbers, exactly
-        assert [mine["ffnTotal"], mine["qkvoTotal"], mine["scoresTotal"], mine["unembed"]] == \
-            [lib.ffn_total, lib.qkvo_total, lib.scores_total, lib.unembed], case
+        assert [mine["ffnTotal"], mine["qkvoTotal"], mine["scoresTotal"], mine["unembed"]] == [
+            lib.ffn_total,
+            lib.qkvo_total,
+            lib.scores_total,
+            lib.unembed,
+        ], case
         for js_key, lib_key in _SHARE_KEYS.items():
             assert _same_to_3_digits(mine["shares"][js_key], lib.share(lib_key)), (case, js_key)
         assert math.isclose(sum(mine["shares"].values()), 1.0, rel_tol=1e-12)
@@ -406,8 +506,20 @@ def test_flop_shares_match_the_library_over_the_sliders_range(run_js):
 
 def test_flop_shares_worked_example(run_js):
     # chapter 3's start: Llama-2-7B, d = 4096, d_ff = 11008 (2.6875 d), 32 layers, V = 32000, s = 4096
-    (f,) = run_js([{"op": "shares", "d_model": 4096, "seq_len": 4096, "n_layers": 32, "vocab": 32000,
-                    "ffn_ratio": 2.6875, "gated": True, "causal": True}])
+    (f,) = run_js(
+        [
+            {
+                "op": "shares",
+                "d_model": 4096,
+                "seq_len": 4096,
+                "n_layers": 32,
+                "vocab": 32000,
+                "ffn_ratio": 2.6875,
+                "gated": True,
+                "causal": True,
+            }
+        ]
+    )
     assert f["qkvoTotal"] == 32 * 8 * 4096**2 == 4_294_967_296
     assert f["scoresTotal"] == 32 * 2 * 4096 * 4096 == 1_073_741_824  # causal: 2 s d per layer
     assert f["ffnTotal"] == 32 * 6 * 4096 * 11008 == 8_657_043_456  # gated: three d x d_ff matrices
@@ -419,30 +531,71 @@ def test_flop_shares_worked_example(run_js):
 def test_flop_shares_at_long_context_belong_to_the_scores(run_js):
     # d = 1024, d_ff = 4096, s = 131072: scores 2 s d = 268.4M per layer against 8 d^2 + 4 d d_ff
     # = 25.2M: the scores take 268.4 / (268.4 + 25.2) = 91.4 % of the body, 90.8 % with the unembedding
-    (f,) = run_js([{"op": "shares", "d_model": 1024, "seq_len": 131072, "n_layers": 32, "vocab": 32000,
-                    "ffn_ratio": 4.0, "gated": False, "causal": True}])
+    (f,) = run_js(
+        [
+            {
+                "op": "shares",
+                "d_model": 1024,
+                "seq_len": 131072,
+                "n_layers": 32,
+                "vocab": 32000,
+                "ffn_ratio": 4.0,
+                "gated": False,
+                "causal": True,
+            }
+        ]
+    )
     assert round(100 * f["shares"]["scores"], 1) == 90.8
 
 
 def test_d_ff_rounds_like_python(run_js):
     # round() sends an exact half to the even neighbour: 2.5 -> 2, 3.5 -> 4; and d_ff is at least 1
-    half_down, half_up, tiny = run_js([
-        {"op": "shares", "d_model": 1, "seq_len": 1, "n_layers": 1, "vocab": 1, "ffn_ratio": r,
-         "gated": False, "causal": False} for r in (2.5, 3.5, 0.1)
-    ])
+    half_down, half_up, tiny = run_js(
+        [
+            {
+                "op": "shares",
+                "d_model": 1,
+                "seq_len": 1,
+                "n_layers": 1,
+                "vocab": 1,
+                "ffn_ratio": r,
+                "gated": False,
+                "causal": False,
+            }
+            for r in (2.5, 3.5, 0.1)
+        ]
+    )
     assert (half_down["dFf"], half_up["dFf"], tiny["dFf"]) == (2, 4, 1)
 
 
 def test_flops_bad_input_is_refused_with_the_reason(run_js):
-    base = {"op": "flops", "d_model": 64, "d_ff": 256, "n_layers": 2, "seq_len": 16, "vocab": 100,
-            "gated": False, "causal": True}
-    zero_width, half_layer, not_a_flag, ratio = run_js([
-        {**base, "d_model": 0},
-        {**base, "n_layers": 1.5},
-        {**base, "gated": "yes"},
-        {"op": "shares", "d_model": 64, "seq_len": 16, "n_layers": 2, "vocab": 100, "ffn_ratio": -1,
-         "gated": False, "causal": True},
-    ])
+    base = {
+        "op": "flops",
+        "d_model": 64,
+        "d_ff": 256,
+        "n_layers": 2,
+        "seq_len": 16,
+        "vocab": 100,
+        "gated": False,
+        "causal": True,
+    }
+    zero_width, half_layer, not_a_flag, ratio = run_js(
+        [
+            {**base, "d_model": 0},
+            {**base, "n_layers": 1.5},
+            {**base, "gated": "yes"},
+            {
+                "op": "shares",
+                "d_model": 64,
+                "seq_len": 16,
+                "n_layers": 2,
+                "vocab": 100,
+                "ffn_ratio": -1,
+                "gated": False,
+                "causal": True,
+            },
+        ]
+    )
     assert "d_model must be a positive whole number of features, got 0" in zero_width["error"]
     assert "n_layers must be a positive whole number of layers" in half_layer["error"]
     assert "gated must be true or false" in not_a_flag["error"]
@@ -451,22 +604,33 @@ def test_flops_bad_input_is_refused_with_the_reason(run_js):
 
 # --------------------------------------------------------------------------- Python's number formats
 
-@pytest.mark.parametrize("x", [0.125, 0.135, 0.15, 0.25, 2.5, 3.5, 79.872, 120.6, 1234.5, 1235.5,
-                               12345678.0, 0.00012345, 1e-5, 73728.0, 1.5095])
+
+@pytest.mark.parametrize(
+    "x",
+    [0.125, 0.135, 0.15, 0.25, 2.5, 3.5, 79.872, 120.6, 1234.5, 1235.5, 12345678.0, 0.00012345, 1e-5, 73728.0, 1.5095],
+)
 def test_refusal_numbers_print_as_python_prints_them(run_js, x):
     """The refusal's numbers use Python's .4g and .1% (ties to even), so its text is the library's."""
-    general, fixed, percent = run_js([
-        {"op": "format", "how": "generalLikePython", "x": x, "digits": 4},
-        {"op": "format", "how": "fixedLikePython", "x": x, "digits": 2},
-        {"op": "format", "how": "percentLikePython", "x": x / 100, "digits": 1},
-    ])
+    general, fixed, percent = run_js(
+        [
+            {"op": "format", "how": "generalLikePython", "x": x, "digits": 4},
+            {"op": "format", "how": "fixedLikePython", "x": x, "digits": 2},
+            {"op": "format", "how": "percentLikePython", "x": x / 100, "digits": 1},
+        ]
+    )
     assert (general, fixed, percent) == (f"{x:.4g}", f"{x:.2f}", f"{x / 100:.1%}")
 
 
 # ------------------------------------------------------------------ comms mode (roofline_lib.comms)
 
-_COMMS_KINDS = [("all_reduce", "ring"), ("all_reduce", "tree"), ("all_gather", "ring"),
-                ("reduce_scatter", "ring"), ("all_to_all", "ring"), ("point_to_point", "ring")]
+_COMMS_KINDS = [
+    ("all_reduce", "ring"),
+    ("all_reduce", "tree"),
+    ("all_gather", "ring"),
+    ("reduce_scatter", "ring"),
+    ("all_to_all", "ring"),
+    ("point_to_point", "ring"),
+]
 
 
 def test_collective_costs_match_the_library_on_every_link(run_js):
@@ -475,11 +639,28 @@ def test_collective_costs_match_the_library_on_every_link(run_js):
         for collective, algorithm in _COMMS_KINDS:
             for n in (2, 3, 8, 1024):
                 for size in (100.0, 1e6, 1.23e8, 1e11):  # the slider's ends and two between
-                    cases.append({"op": "collective", "collective": collective, "algorithm": algorithm,
-                                  "n_ranks": n, "message_bytes": size, "alpha_seconds": 5e-6, "link": key})
+                    cases.append(
+                        {
+                            "op": "collective",
+                            "collective": collective,
+                            "algorithm": algorithm,
+                            "n_ranks": n,
+                            "message_bytes": size,
+                            "alpha_seconds": 5e-6,
+                            "link": key,
+                        }
+                    )
                     expected.append(rl.collective_cost(collective, size, n, 5e-6, key, algorithm))
-                cases.append({"op": "crossover", "collective": collective, "algorithm": algorithm,
-                              "n_ranks": n, "alpha_seconds": 5e-6, "link": key})
+                cases.append(
+                    {
+                        "op": "crossover",
+                        "collective": collective,
+                        "algorithm": algorithm,
+                        "n_ranks": n,
+                        "alpha_seconds": 5e-6,
+                        "link": key,
+                    }
+                )
                 expected.append(rl.latency_crossover_bytes(collective, n, 5e-6, key, algorithm))
     got = run_js(cases)
     assert len(got) == len(cases) > 1000  # 9 links x 6 collectives x 4 rank counts x 5 cases
@@ -488,20 +669,35 @@ def test_collective_costs_match_the_library_on_every_link(run_js):
         if case["op"] == "crossover":
             assert math.isclose(mine, lib, rel_tol=1e-12), (case, mine, lib)
             continue
-        pairs = {"steps": lib.steps, "bytesPerRank": lib.bytes_per_rank, "bytesPerS": lib.bytes_per_s,
-                 "latencySeconds": lib.latency_seconds, "bandwidthSeconds": lib.bandwidth_seconds,
-                 "seconds": lib.seconds, "algorithmBytesPerS": lib.algorithm_bytes_per_s,
-                 "busBytesPerS": lib.bus_bytes_per_s, "latencyShare": lib.latency_share}
+        pairs = {
+            "steps": lib.steps,
+            "bytesPerRank": lib.bytes_per_rank,
+            "bytesPerS": lib.bytes_per_s,
+            "latencySeconds": lib.latency_seconds,
+            "bandwidthSeconds": lib.bandwidth_seconds,
+            "seconds": lib.seconds,
+            "algorithmBytesPerS": lib.algorithm_bytes_per_s,
+            "busBytesPerS": lib.bus_bytes_per_s,
+            "latencyShare": lib.latency_share,
+        }
         for name, value in pairs.items():
             assert math.isclose(mine[name], value, rel_tol=1e-12), (case, name, mine[name], value)
 
 
 def test_collective_worked_example_and_link_names(run_js):
-    cost, names = run_js([
-        {"op": "collective", "collective": "all-reduce", "message_bytes": 1e8, "n_ranks": 8,
-         "alpha_seconds": 5e-6, "link": "NVLink 4"},
-        {"op": "link", "name": "InfiniBand NDR"},
-    ])
+    cost, names = run_js(
+        [
+            {
+                "op": "collective",
+                "collective": "all-reduce",
+                "message_bytes": 1e8,
+                "n_ranks": 8,
+                "alpha_seconds": 5e-6,
+                "link": "NVLink 4",
+            },
+            {"op": "link", "name": "InfiniBand NDR"},
+        ]
+    )
     # 14 steps x 5 us = 70 us, plus 2 * 7 / 8 * 100 MB = 175 MB at 450 GB/s = 388.9 us; 458.9 us in all
     assert cost["steps"] == 14 and cost["bytesPerRank"] == pytest.approx(175e6)
     assert cost["seconds"] == pytest.approx(70e-6 + 175e6 / 450e9)
@@ -511,17 +707,44 @@ def test_collective_worked_example_and_link_names(run_js):
 
 
 def test_comms_bad_input_is_refused_with_the_reason(run_js):
-    one_rank, tree_gather, no_link, zero_size, broadcast = run_js([
-        {"op": "collective", "collective": "all_reduce", "message_bytes": 1e6, "n_ranks": 1,
-         "alpha_seconds": 5e-6, "link": "nvlink4"},
-        {"op": "collective", "collective": "all_gather", "algorithm": "tree", "message_bytes": 1e6,
-         "n_ranks": 4, "alpha_seconds": 5e-6, "link": "nvlink4"},
-        {"op": "link", "name": "token ring"},
-        {"op": "collective", "collective": "all_reduce", "message_bytes": 0, "n_ranks": 4,
-         "alpha_seconds": 5e-6, "link": "nvlink4"},
-        {"op": "collective", "collective": "broadcast", "message_bytes": 1e6, "n_ranks": 4,
-         "alpha_seconds": 5e-6, "link": "nvlink4"},
-    ])
+    one_rank, tree_gather, no_link, zero_size, broadcast = run_js(
+        [
+            {
+                "op": "collective",
+                "collective": "all_reduce",
+                "message_bytes": 1e6,
+                "n_ranks": 1,
+                "alpha_seconds": 5e-6,
+                "link": "nvlink4",
+            },
+            {
+                "op": "collective",
+                "collective": "all_gather",
+                "algorithm": "tree",
+                "message_bytes": 1e6,
+                "n_ranks": 4,
+                "alpha_seconds": 5e-6,
+                "link": "nvlink4",
+            },
+            {"op": "link", "name": "token ring"},
+            {
+                "op": "collective",
+                "collective": "all_reduce",
+                "message_bytes": 0,
+                "n_ranks": 4,
+                "alpha_seconds": 5e-6,
+                "link": "nvlink4",
+            },
+            {
+                "op": "collective",
+                "collective": "broadcast",
+                "message_bytes": 1e6,
+                "n_ranks": 4,
+                "alpha_seconds": 5e-6,
+                "link": "nvlink4",
+            },
+        ]
+    )
     assert "n_ranks must be at least 2 ranks" in one_rank["error"]
     assert "'tree' is modelled for all_reduce only" in tree_gather["error"]
     assert no_link["error"].startswith('unknown link "token ring"; known links: nvlink3')

@@ -4,6 +4,7 @@ The first half runs in this process and starts no kernel. The second half grades
 notebooks (built from exercises/ and solutions/ with a few cells replaced) through the grader,
 each in a fresh kernel; together those take about two minutes on two cores.
 """
+
 from __future__ import annotations
 
 import csv
@@ -79,7 +80,8 @@ def test_every_part_has_an_answer_cell_and_the_practice_check(folder, stem):
     for part in key.parts_of(stem[:3]):
         assert f"answer-{part.key}" in tags, part.key
         assert tags[f"check-{part.key}"] == (
-            f'from roofline_lib import observer\nobserver.check("{part.key}", globals())')
+            f'from roofline_lib import observer\nobserver.check("{part.key}", globals())'
+        )
 
 
 @pytest.mark.parametrize("stem", STEMS)
@@ -119,10 +121,16 @@ def test_every_probe_drawn_has_an_answer_and_the_library_refuses_some_valid_ones
             continue
         from roofline_lib import comms
 
-        reference = {"ceiling": key.ref_ceiling, "precision_sweep": key.ref_sweep,
-                     "step_seconds": key.ref_step_seconds}[part.names[0]]
-        library = {"ceiling": rl.attainable_flops_per_s, "precision_sweep": rl.precision_sweep,
-                   "step_seconds": comms.data_parallel_step}[part.names[0]]
+        reference = {
+            "ceiling": key.ref_ceiling,
+            "precision_sweep": key.ref_sweep,
+            "step_seconds": key.ref_step_seconds,
+        }[part.names[0]]
+        library = {
+            "ceiling": rl.attainable_flops_per_s,
+            "precision_sweep": rl.precision_sweep,
+            "step_seconds": comms.data_parallel_step,
+        }[part.names[0]]
         assert any(p.kind == "valid" for p in probes)
         library_refusals = 0
         for p in probes:
@@ -163,7 +171,10 @@ def test_a_power_of_ten_and_a_wrong_sign_are_diagnosed_in_both_modes():
     assert "10^-9" in slip.submit and "10^-9" in slip.practice
     sign = _judge("ex4-a", qk_flops=-flops)
     assert "sign" in sign.submit and "sign" in sign.practice
-    best = min(key.EX1["fp32_flops_per_s"], key._ex1_intensity() * key.EX1["hbm_bytes_per_s"]) / key.EX1["fp32_flops_per_s"]
+    best = (
+        min(key.EX1["fp32_flops_per_s"], key._ex1_intensity() * key.EX1["hbm_bytes_per_s"])
+        / key.EX1["fp32_flops_per_s"]
+    )
     share = _judge("ex1-e", best_share_of_peak=100 * best)  # a percentage
     assert "percentage" in share.submit
 
@@ -189,8 +200,17 @@ def test_not_attempted_missing_and_wrong_types():
     assert _judge("ex3-d", fits_on_one="False").status == "wrong"  # a string is not a bool
 
 
-@pytest.mark.parametrize("observation", [None, [], "x", {"entries": 3}, {"entries": {"ridge_p": 5}},
-                                         {"entries": {"ridge_p": {"kind": "number", "value": "NaN"}}}])
+@pytest.mark.parametrize(
+    "observation",
+    [
+        None,
+        [],
+        "x",
+        {"entries": 3},
+        {"entries": {"ridge_p": 5}},
+        {"entries": {"ridge_p": {"kind": "number", "value": "NaN"}}},
+    ],
+)
 def test_a_malformed_observation_is_an_error_or_wrong_never_an_exception(observation):
     verdict = key.judge(key.PARTS["ex2-a"], observation, [])
     assert verdict.status != "correct"
@@ -209,10 +229,14 @@ def _sweep_without_refusals(flops, elems, seconds_by_dtype, datasheet):
         bw, peak = datasheet["hbm_bytes_per_s"], datasheet["peak_flops_per_s"].get(dtype, 1e15)
         b = elems * key.WIDTHS[dtype]
         ceiling = min(peak, bw * flops / b)
-        rows[dtype] = {"bytes_moved": b, "intensity": flops / b,
-                       "bound": "memory" if flops / b < peak / bw else "compute",
-                       "achieved_flops_per_s": flops / seconds, "ceiling_flops_per_s": ceiling,
-                       "efficiency": flops / seconds / ceiling}
+        rows[dtype] = {
+            "bytes_moved": b,
+            "intensity": flops / b,
+            "bound": "memory" if flops / b < peak / bw else "compute",
+            "achieved_flops_per_s": flops / seconds,
+            "ceiling_flops_per_s": ceiling,
+            "efficiency": flops / seconds / ceiling,
+        }
     return rows
 
 
@@ -232,13 +256,17 @@ def _wrapped_library(*args):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("fn, earned", [
-    (_correct_sweep, {"ex5-a", "ex5-b", "ex5-c"}),
-    (_sweep_without_refusals, {"ex5-a"}),
-    (_always_refuses, set()),
-    (_heron_only, set()),
-    (_wrapped_library, set()),
-], ids=["correct", "no-refusals", "always-refuses", "fixed-input", "wrapped-reference"])
+@pytest.mark.parametrize(
+    "fn, earned",
+    [
+        (_correct_sweep, {"ex5-a", "ex5-b", "ex5-c"}),
+        (_sweep_without_refusals, {"ex5-a"}),
+        (_always_refuses, set()),
+        (_heron_only, set()),
+        (_wrapped_library, set()),
+    ],
+    ids=["correct", "no-refusals", "always-refuses", "fixed-input", "wrapped-reference"],
+)
 def test_sweep_parts_are_earned_only_by_doing_the_work(fn, earned, seed):
     got = {p for p in ("ex5-a", "ex5-b", "ex5-c") if _judge_function(p, fn, seed).status == "correct"}
     assert got == earned
@@ -268,8 +296,7 @@ def test_a_stub_function_is_not_attempted():
 
 
 def test_the_observer_imports_no_key():
-    code = ("import sys, roofline_lib.observer; "
-            "print(sorted(m for m in sys.modules if 'grading' in m or '_key' in m))")
+    code = "import sys, roofline_lib.observer; print(sorted(m for m in sys.modules if 'grading' in m or '_key' in m))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     source = Path(observer.__file__).read_text()
@@ -302,8 +329,10 @@ def test_a_function_that_exits_or_mutates_its_input_is_observed_not_obeyed():
         datasheet.clear()
         return 1.0
 
-    plan = {"names": ["ceiling"], "probes": {"ceiling": [["a", json.dumps([1, {"x": 1}, "bf16"])],
-                                                         ["b", json.dumps([1, {"x": 1}, "bf16"])]]}}
+    plan = {
+        "names": ["ceiling"],
+        "probes": {"ceiling": [["a", json.dumps([1, {"x": 1}, "bf16"])], ["b", json.dumps([1, {"x": 1}, "bf16"])]]},
+    }
     out = observer.observe("ex2-g", {"ceiling": exits}, plan["names"], plan["probes"])
     assert out["calls"]["ceiling"]["a"]["raised"] == "SystemExit"
     seen = []
@@ -355,23 +384,42 @@ def test_a_practice_check_prints_one_line_and_never_raises(capsys, monkeypatch):
 
 
 def _roofline(*args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "roofline_lib.cli", "grade", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "roofline_lib.cli", "grade", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["exercises"], "is a folder"),
-    (["README.md"], "not an exercise notebook"),
-    (["exercises/ex9_nothing.md"], "no such file"),
-    (["exercises/ex1_layernorm_4_percent.md", "--json", "no/such/dir/x.json"], "does not exist"),
-    (["exercises/ex1_layernorm_4_percent.md", "--json", "exercises"], "is a folder"),
-    (["exercises/ex1_layernorm_4_percent.md", "--csv", "g.csv"], "--submissions"),
-    (["--submissions", "book"], "no submission holds an exercise notebook"),
-    (["--submissions", "README.md"], "not a folder"),
-    (["--submissions", "tests/data", "--workers", "0"], "--workers"),
-    ([], "give one or more"),
-], ids=["folder", "not-exercise", "missing", "json-dir-missing", "json-is-folder", "csv-alone",
-        "class-without-notebooks", "class-not-folder", "workers-0", "nothing"])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["exercises"], "is a folder"),
+        (["README.md"], "not an exercise notebook"),
+        (["exercises/ex9_nothing.md"], "no such file"),
+        (["exercises/ex1_layernorm_4_percent.md", "--json", "no/such/dir/x.json"], "does not exist"),
+        (["exercises/ex1_layernorm_4_percent.md", "--json", "exercises"], "is a folder"),
+        (["exercises/ex1_layernorm_4_percent.md", "--csv", "g.csv"], "--submissions"),
+        (["--submissions", "book"], "no submission holds an exercise notebook"),
+        (["--submissions", "README.md"], "not a folder"),
+        (["--submissions", "tests/data", "--workers", "0"], "--workers"),
+        ([], "give one or more"),
+    ],
+    ids=[
+        "folder",
+        "not-exercise",
+        "missing",
+        "json-dir-missing",
+        "json-is-folder",
+        "csv-alone",
+        "class-without-notebooks",
+        "class-not-folder",
+        "workers-0",
+        "nothing",
+    ],
+)
 def test_usage_errors_exit_2_with_a_message_before_grading(args, fragment):
     started = time.monotonic()
     proc = _roofline(*args, timeout=60)
@@ -382,9 +430,13 @@ def test_usage_errors_exit_2_with_a_message_before_grading(args, fragment):
 
 def test_gradebook_and_json_from_results():
     part = key.PARTS["ex2-a"]
-    nb = grading.NotebookResult("a/ex2_ridge_points.md", "ex2", "t",
-                                [grading._part_result(p, "correct" if p is part else "wrong", "m")
-                                 for p in key.parts_of("ex2")], "")
+    nb = grading.NotebookResult(
+        "a/ex2_ridge_points.md",
+        "ex2",
+        "t",
+        [grading._part_result(p, "correct" if p is part else "wrong", "m") for p in key.parts_of("ex2")],
+        "",
+    )
     students = [grading.StudentResult("ann", "a", [nb]), grading.StudentResult("bob", "b", [], "no exercise")]
     rows = list(csv.reader(io.StringIO(grading.gradebook_csv(students))))
     assert rows[0] == ["student", *[p.key for p in key.parts_of("ex2")], "total", "max"]
@@ -417,7 +469,7 @@ def test_the_solutions_get_full_marks_and_the_stubs_none(tmp_path):
     assert statuses == {"not attempted"}
 
 
-_GC_SCAN = '''
+_GC_SCAN = """
 import gc, json, sys, types
 floats, holders = set(), []
 for obj in gc.get_objects():
@@ -450,33 +502,49 @@ json.dump({"modules": sorted(m for m in sys.modules if "grading" in m or "_key" 
            "floats": sorted(floats), "holders": holders, "key_import": key_import, "oracle": oracle},
           open(OUT_PATH, "w"))
 intensity = ...
-'''
+"""
 
 
 def test_an_answer_cell_inspecting_the_kernel_finds_no_key(tmp_path):
     findings = tmp_path / "findings.json"
-    nb = _build(tmp_path / "spy" / "ex1_layernorm_4_percent.md", EXERCISES / "ex1_layernorm_4_percent.md",
-                {"answer-ex1-a": f"OUT_PATH = {str(findings)!r}\n" + _GC_SCAN})
+    nb = _build(
+        tmp_path / "spy" / "ex1_layernorm_4_percent.md",
+        EXERCISES / "ex1_layernorm_4_percent.md",
+        {"answer-ex1-a": f"OUT_PATH = {str(findings)!r}\n" + _GC_SCAN},
+    )
     proc, report = _grade_json(tmp_path, str(nb))
     assert report["students"][0]["marks"] == 0
     found = json.loads(findings.read_text())
     assert found["modules"] == [] and found["holders"] == [] and found["key_import"] == "refused"
     assert found["oracle"] == ""  # the practice judge cannot be started from a graded kernel
-    references = [key._ex1_intensity(), key.EX1["fp32_flops_per_s"] / key.EX1["hbm_bytes_per_s"],
-                  key._ex1_bytes_per_s(key.EX1["seconds"]) / key.EX1["hbm_bytes_per_s"],
-                  key._ex1_intensity() * key.EX1["hbm_bytes_per_s"] / key.EX1["fp32_flops_per_s"]]
+    references = [
+        key._ex1_intensity(),
+        key.EX1["fp32_flops_per_s"] / key.EX1["hbm_bytes_per_s"],
+        key._ex1_bytes_per_s(key.EX1["seconds"]) / key.EX1["hbm_bytes_per_s"],
+        key._ex1_intensity() * key.EX1["hbm_bytes_per_s"] / key.EX1["fp32_flops_per_s"],
+    ]
     for ref in references:
         assert not any(abs(f - ref) <= 1e-9 * abs(ref) for f in found["floats"]), ref
 
 
 def test_a_wrapped_reference_and_fixed_input_gaming_earn_nothing(tmp_path):
-    wrapped = _build(tmp_path / "w" / "ex5_precision_sweep.md", SOLUTIONS / "ex5_precision_sweep.md", {
-        "answer-ex5-a": "import roofline_lib as rl\nprecision_sweep = lambda *a: rl.precision_sweep(*a)"})
-    gaming = _build(tmp_path / "w" / "ex2_ridge_points.md", SOLUTIONS / "ex2_ridge_points.md", {
-        "answer-ex2-g": ("def ceiling(intensity, datasheet, dtype):\n"
-                         "    if intensity == 150.0 and dtype == 'bf16':\n"
-                         "        return min(datasheet['peak_flops_per_s']['bf16'], datasheet['hbm_bytes_per_s'] * 150.0)\n"
-                         "    raise ValueError('only the notebook inputs')")})
+    wrapped = _build(
+        tmp_path / "w" / "ex5_precision_sweep.md",
+        SOLUTIONS / "ex5_precision_sweep.md",
+        {"answer-ex5-a": "import roofline_lib as rl\nprecision_sweep = lambda *a: rl.precision_sweep(*a)"},
+    )
+    gaming = _build(
+        tmp_path / "w" / "ex2_ridge_points.md",
+        SOLUTIONS / "ex2_ridge_points.md",
+        {
+            "answer-ex2-g": (
+                "def ceiling(intensity, datasheet, dtype):\n"
+                "    if intensity == 150.0 and dtype == 'bf16':\n"
+                "        return min(datasheet['peak_flops_per_s']['bf16'], datasheet['hbm_bytes_per_s'] * 150.0)\n"
+                "    raise ValueError('only the notebook inputs')"
+            )
+        },
+    )
     proc, report = _grade_json(tmp_path, str(wrapped), str(gaming))
     marks = {p["part"]: p["marks"] for nb in report["students"][0]["notebooks"] for p in nb["parts"]}
     assert [marks[p] for p in ("ex5-a", "ex5-b", "ex5-c", "ex2-g", "ex2-h")] == [0, 0, 0, 0, 0]
@@ -484,7 +552,7 @@ def test_a_wrapped_reference_and_fixed_input_gaming_earn_nothing(tmp_path):
     assert marks["ex2-a"] == 1 and marks["ex2-f"] == 1  # the honest parts still count
 
 
-_DETACH = '''
+_DETACH = """
 import os, sys, subprocess
 code = ("import os, time\\n"
         "if os.fork(): os._exit(0)\\n"
@@ -495,7 +563,7 @@ subprocess.Popen([sys.executable, "-c", "TARGETS = " + repr(TARGETS) + "\\n" + c
                  start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                  stderr=subprocess.DEVNULL)
 rerun_verdict = "D"
-'''
+"""
 
 
 def _marker_processes() -> list[int]:
@@ -511,8 +579,11 @@ def _marker_processes() -> list[int]:
 
 def test_a_detached_process_cannot_rewrite_the_report(tmp_path):
     report_path = tmp_path / "report.json"
-    nb = _build(tmp_path / "d" / "ex1_layernorm_4_percent.md", SOLUTIONS / "ex1_layernorm_4_percent.md",
-                {"answer-ex1-h": f"TARGETS = [{str(report_path)!r}]\n" + _DETACH})
+    nb = _build(
+        tmp_path / "d" / "ex1_layernorm_4_percent.md",
+        SOLUTIONS / "ex1_layernorm_4_percent.md",
+        {"answer-ex1-h": f"TARGETS = [{str(report_path)!r}]\n" + _DETACH},
+    )
     proc, report = _grade_json(tmp_path, str(nb))
     assert report["students"][0]["marks"] == 8
     assert _marker_processes() == []  # killed before the report was written
@@ -522,7 +593,7 @@ def test_a_detached_process_cannot_rewrite_the_report(tmp_path):
 
 # --------------------------------------------------------------------------- a class of six
 
-_SWEEP_NO_REFUSALS = '''
+_SWEEP_NO_REFUSALS = """
 def precision_sweep(flops, elems, seconds_by_dtype, datasheet):
     rows = {}
     for dtype, seconds in seconds_by_dtype.items():
@@ -534,9 +605,9 @@ def precision_sweep(flops, elems, seconds_by_dtype, datasheet):
                        "achieved_flops_per_s": flops / seconds, "ceiling_flops_per_s": ceiling,
                        "efficiency": flops / seconds / ceiling}
     return rows
-'''
+"""
 
-_TAMPER = '''
+_TAMPER = """
 import json, os
 from IPython.display import display
 open("cells.json", "w").write("{ this is not json")
@@ -558,7 +629,7 @@ import roofline_lib.observer as _obs
 _obs.publish = lambda part, ns, plan: _obs._show(
     {"part": part, "entries": {n: {"kind": "str", "value": "A"} for n in json.loads(plan)["names"]}}, "forged")
 intensity = ...
-'''
+"""
 
 
 def _six_students(root: Path) -> dict[str, int]:
@@ -567,23 +638,41 @@ def _six_students(root: Path) -> dict[str, int]:
     stub1 = _tagged(EXERCISES / ex1)
     _build(root / "full" / ex1, SOLUTIONS / ex1)
     _build(root / "full" / ex5, SOLUTIONS / ex5)
-    _build(root / "partial" / ex1, SOLUTIONS / ex1, {t: stub1[t] for t in
-                                                      ("answer-ex1-e", "answer-ex1-f", "answer-ex1-g", "answer-ex1-h")})
-    _build(root / "partial" / "ex5_precision_sweep.ipynb", EXERCISES / ex5,  # an .ipynb counts too
-           {"answer-ex5-a": _SWEEP_NO_REFUSALS})
+    _build(
+        root / "partial" / ex1,
+        SOLUTIONS / ex1,
+        {t: stub1[t] for t in ("answer-ex1-e", "answer-ex1-f", "answer-ex1-g", "answer-ex1-h")},
+    )
+    _build(
+        root / "partial" / "ex5_precision_sweep.ipynb",
+        EXERCISES / ex5,  # an .ipynb counts too
+        {"answer-ex5-a": _SWEEP_NO_REFUSALS},
+    )
     _build(root / "empty" / ex1, EXERCISES / ex1)
     _build(root / "empty" / ex5, EXERCISES / ex5)
-    _build(root / "crashing" / ex1, SOLUTIONS / ex1,
-           {"answer-ex1-e": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"})
+    _build(
+        root / "crashing" / ex1,
+        SOLUTIONS / ex1,
+        {"answer-ex1-e": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"},
+    )
     _build(root / "crashing" / ex5, SOLUTIONS / ex5)
     _build(root / "hanging" / ex1, SOLUTIONS / ex1, {"answer-ex1-c": "while True:\n    pass"})
     _build(root / "hanging" / ex5, EXERCISES / ex5)
     checks = {f"check-{p.key}": 'print("[OK] correct: full marks")' for p in key.parts_of("ex1")}
-    _build(root / "tampered" / ex1, EXERCISES / ex1, {
-        **checks, "answer-ex1-a": _TAMPER,
-        "answer-ex1-h": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nrerun_verdict = 'A'"})
-    _build(root / "tampered" / ex5, EXERCISES / ex5, {
-        "answer-ex5-a": "import roofline_lib as rl\nprecision_sweep = lambda *a: rl.precision_sweep(*a)"})
+    _build(
+        root / "tampered" / ex1,
+        EXERCISES / ex1,
+        {
+            **checks,
+            "answer-ex1-a": _TAMPER,
+            "answer-ex1-h": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nrerun_verdict = 'A'",
+        },
+    )
+    _build(
+        root / "tampered" / ex5,
+        EXERCISES / ex5,
+        {"answer-ex5-a": "import roofline_lib as rl\nprecision_sweep = lambda *a: rl.precision_sweep(*a)"},
+    )
     (root / "notes.txt").write_text("not a submission")
     return {"crashing": 4 + 7, "empty": 0, "full": 8 + 7, "hanging": 2, "partial": 4 + 1, "tampered": 0}
 
@@ -593,12 +682,27 @@ def graded_class(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("class")
     expected = _six_students(tmp / "submissions")
     started = time.monotonic()
-    proc = _roofline("--submissions", str(tmp / "submissions"), "--workers", "2", "--time-limit", "25",
-                     "--csv", str(tmp / "gradebook.csv"), "--json", str(tmp / "report.json"), timeout=600)
+    proc = _roofline(
+        "--submissions",
+        str(tmp / "submissions"),
+        "--workers",
+        "2",
+        "--time-limit",
+        "25",
+        "--csv",
+        str(tmp / "gradebook.csv"),
+        "--json",
+        str(tmp / "report.json"),
+        timeout=600,
+    )
     elapsed = time.monotonic() - started
-    return dict(proc=proc, expected=expected, elapsed=elapsed,
-                rows=list(csv.DictReader((tmp / "gradebook.csv").open())),
-                report=json.loads((tmp / "report.json").read_text()))
+    return dict(
+        proc=proc,
+        expected=expected,
+        elapsed=elapsed,
+        rows=list(csv.DictReader((tmp / "gradebook.csv").open())),
+        report=json.loads((tmp / "report.json").read_text()),
+    )
 
 
 def test_the_class_grades_to_the_expected_scores(graded_class):
@@ -621,8 +725,13 @@ def test_a_killed_kernel_keeps_the_marks_before_it(graded_class):
     assert problems[0] == "the kernel died during part ex1-e"
     assert [parts[p]["marks"] for p in ("ex1-a", "ex1-b", "ex1-c", "ex1-d")] == [1, 1, 1, 1]
     assert parts["ex1-f"]["status"] == "not graded"
-    seconds = next(nb["seconds"] for s in graded_class["report"]["students"] if s["student"] == "crashing"
-                   for nb in s["notebooks"] if nb["exercise"] == "ex1")
+    seconds = next(
+        nb["seconds"]
+        for s in graded_class["report"]["students"]
+        if s["student"] == "crashing"
+        for nb in s["notebooks"]
+        if nb["exercise"] == "ex1"
+    )
     assert seconds < 25  # reported when it died, not at the time limit
 
 
@@ -640,8 +749,12 @@ def test_tampering_earns_nothing_and_is_survived(graded_class):
 
 def _step(overlap_share):
     def step_seconds(n_params, tokens_per_gpu, n_gpus, accelerator, link):
-        return key.ref_step_seconds(n_params, tokens_per_gpu, n_gpus, accelerator, link) if overlap_share is None \
+        return (
+            key.ref_step_seconds(n_params, tokens_per_gpu, n_gpus, accelerator, link)
+            if overlap_share is None
             else _step_with(overlap_share, n_params, tokens_per_gpu, n_gpus, accelerator, link)
+        )
+
     return step_seconds
 
 
@@ -651,12 +764,16 @@ def _step_with(share, n_params, tokens, n, accelerator, link):
     return compute + max(0.0, comms - share * compute)
 
 
-@pytest.mark.parametrize("fn, earned", [
-    (_step(None), {"ex6-g", "ex6-h"}),
-    (_step(1.0), set()),  # overlaps the forward pass too
-    (_step(0.0), set()),  # no overlap at all
-    (lambda *a: __import__("roofline_lib.comms").comms.data_parallel_step(*a).seconds, set()),
-], ids=["correct", "overlap-forward-too", "no-overlap", "wrapped-library"])
+@pytest.mark.parametrize(
+    "fn, earned",
+    [
+        (_step(None), {"ex6-g", "ex6-h"}),
+        (_step(1.0), set()),  # overlaps the forward pass too
+        (_step(0.0), set()),  # no overlap at all
+        (lambda *a: __import__("roofline_lib.comms").comms.data_parallel_step(*a).seconds, set()),
+    ],
+    ids=["correct", "overlap-forward-too", "no-overlap", "wrapped-library"],
+)
 def test_step_seconds_parts_need_the_backward_window(fn, earned):
     got = {p for p in ("ex6-g", "ex6-h") if _judge_function(p, fn, 5).status == "correct"}
     assert got == earned

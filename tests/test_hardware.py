@@ -1,4 +1,5 @@
 """The registry: names, aliases, units, precisions a chip has and lacks."""
+
 import dataclasses
 
 import pytest
@@ -142,17 +143,23 @@ def test_accelerator_describes_a_chip_the_registry_lacks():
     assert no_capacity.hbm_capacity_bytes is None
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(hbm_bytes_per_s=2.0), "hbm_bytes_per_s must be in bytes per second, got 2.0, below 1e9: did you mean TB/s"),
-    (dict(hbm_bytes_per_s=0), "hbm_bytes_per_s must be a positive finite number of bytes per second, got 0"),
-    (dict(hbm_bytes_per_s=float("nan")), "hbm_bytes_per_s must be a positive finite number"),
-    (dict(peak_flops_per_s={"bf16": 400}), r"did you mean TFLOP/s"),
-    (dict(peak_flops_per_s={"bf17": 400e12}), "precision must be one of"),
-    (dict(peak_flops_per_s={}), "must map precision names to FLOP/s"),
-    (dict(peak_flops_per_s=400e12), "must map precision names to FLOP/s"),
-    (dict(hbm_capacity_bytes=80), "hbm_capacity_bytes must be in bytes, got 80, below 1e9: did you mean GB"),
-    (dict(sparse_flops_per_s={"bf16": 100e12}), "below the dense"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            dict(hbm_bytes_per_s=2.0),
+            "hbm_bytes_per_s must be in bytes per second, got 2.0, below 1e9: did you mean TB/s",
+        ),
+        (dict(hbm_bytes_per_s=0), "hbm_bytes_per_s must be a positive finite number of bytes per second, got 0"),
+        (dict(hbm_bytes_per_s=float("nan")), "hbm_bytes_per_s must be a positive finite number"),
+        (dict(peak_flops_per_s={"bf16": 400}), r"did you mean TFLOP/s"),
+        (dict(peak_flops_per_s={"bf17": 400e12}), "precision must be one of"),
+        (dict(peak_flops_per_s={}), "must map precision names to FLOP/s"),
+        (dict(peak_flops_per_s=400e12), "must map precision names to FLOP/s"),
+        (dict(hbm_capacity_bytes=80), "hbm_capacity_bytes must be in bytes, got 80, below 1e9: did you mean GB"),
+        (dict(sparse_flops_per_s={"bf16": 100e12}), "below the dense"),
+    ],
+)
 def test_accelerator_refuses_bad_numbers_with_their_unit(kwargs, message):
     args = dict(name="X", peak_flops_per_s={"bf16": 400e12}, hbm_bytes_per_s=2e12)
     args.update(kwargs)

@@ -3,6 +3,7 @@
 Registry figures used below (dense): A100 80GB 2039e9 B/s, 312e12 FLOP/s bf16, 80e9 bytes;
 H100 SXM 3.35e12 B/s, 989.5e12 bf16, 1979e12 fp8; B200 8e12 B/s, 2.25e15 bf16, 4.5e15 fp8, 9e15 fp4.
 """
+
 import dataclasses
 
 import pytest
@@ -200,7 +201,7 @@ def test_kv_cache_bytes_per_token():
 def test_kv_cache_bytes():
     assert inf.kv_cache_bytes(2, 3, 4, context_len=5, batch=6) == 2880  # 96 * 5 * 6
     # one 4096-token sequence of the 7B-class model: 524288 * 4096 = 2.147e9 bytes
-    assert inf.kv_cache_bytes(32, 32, 128, 4096) == 2 ** 31
+    assert inf.kv_cache_bytes(32, 32, 128, 4096) == 2**31
     with pytest.raises(ValueError, match="context_len"):
         inf.kv_cache_bytes(2, 3, 4, context_len=0)
 
@@ -234,8 +235,8 @@ def test_decode_step_bytes_and_crossover():
 def test_kv_becomes_the_next_bandwidth_wall():
     # 16 sequences x 4096 tokens x 524288 bytes = 34.36e9 bytes of KV, plus 13.4e9 of weights
     r = inf.kv_decode_ceiling("A100", 13.4e9, 524288, 4096, batch=16)
-    assert r.kv_bytes == pytest.approx(16 * 2 ** 31)
-    assert r.step_bytes == pytest.approx(13.4e9 + 16 * 2 ** 31)  # 47.76e9
+    assert r.kv_bytes == pytest.approx(16 * 2**31)
+    assert r.step_bytes == pytest.approx(13.4e9 + 16 * 2**31)  # 47.76e9
     assert r.kv_share == pytest.approx(0.7194, rel=1e-3)  # KV is most of the traffic
     assert r.tokens_per_s == pytest.approx(16 * 2039e9 / 47.7597e9, rel=1e-4)  # 683.1
     assert r.fits_in_memory and r.warning is None
@@ -302,8 +303,7 @@ def test_package_exports_the_inference_names():
 # --------------------------------------------------------------------------- a model's decode step
 
 # d = 4, two query heads of 2, one KV head, plain FFN 4 -> 8 -> 4, one layer, V = 10
-TOY = rl.TransformerConfig(d_model=4, d_ff=8, n_layers=1, n_heads=2, n_kv_heads=1, vocab=10,
-                           seq_len=16, gated=False)
+TOY = rl.TransformerConfig(d_model=4, d_ff=8, n_layers=1, n_heads=2, n_kv_heads=1, vocab=10, seq_len=16, gated=False)
 
 
 def test_expected_experts_touched_under_uniform_routing():

@@ -1,4 +1,5 @@
 """The interconnect registry: one-direction SI figures, aliases, every GPU's links, the 8-GPU nodes."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,8 +36,16 @@ def test_infiniband_ports_are_named_by_their_bits_per_second():
 
 
 def test_every_link_has_a_source_and_a_positive_finite_figure():
-    assert set(ic.known_links()) >= {"nvlink3", "nvlink4", "nvlink5", "pcie4-x16", "pcie5-x16",
-                                     "ib-hdr", "ib-ndr", "ib-xdr"}
+    assert set(ic.known_links()) >= {
+        "nvlink3",
+        "nvlink4",
+        "nvlink5",
+        "pcie4-x16",
+        "pcie5-x16",
+        "ib-hdr",
+        "ib-ndr",
+        "ib-xdr",
+    }
     for key, spec in rl.link_registry().items():
         assert spec.key == key and spec.kind in rl.LINK_KINDS
         assert spec.source.strip(), key

@@ -1,5 +1,5 @@
 """The conftest collector: nbval over jupytext notebooks, lax and strict with a reference record."""
-import shutil
+
 import subprocess
 import sys
 from pathlib import Path
@@ -52,9 +52,23 @@ def test_a_stale_record_is_refused_in_strict_mode_only(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_strict_nbval_passes_on_chapter_1_against_its_record():
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "no:cacheprovider",
-         "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-q", str(CHAPTER_1.relative_to(ROOT))],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--nbval",
+            "--nbval-current-env",
+            "-p",
+            "no:cacheprovider",
+            "--nbval-sanitize-with",
+            "tests/nbval_sanitize.cfg",
+            "-q",
+            str(CHAPTER_1.relative_to(ROOT)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stdout[-3000:]
     assert " passed" in run.stdout and "failed" not in run.stdout

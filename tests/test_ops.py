@@ -1,4 +1,5 @@
 """Per-operation FLOPs and bytes, checked on shapes small enough to count by hand."""
+
 import numpy as np
 import pytest
 

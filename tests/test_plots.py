@@ -1,15 +1,16 @@
 """Tests for roofline_lib.plots: what the roofline figure draws, says and writes."""
+
 from __future__ import annotations
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import math  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-
-import math  # noqa: E402
 
 import roofline_lib as rl  # noqa: E402
 from roofline_lib import plots  # noqa: E402
@@ -49,8 +50,9 @@ def test_default_figure_is_the_a100_bf16_roofline():
 
 def test_the_ridge_is_a_dotted_vertical_with_its_value():
     fig = plots.plot_roofline(gpus="A100", precisions="bf16")
-    ridges = [line for line in fig.axes[0].get_lines()
-              if line.get_linestyle() == ":" and len(set(line.get_xdata())) == 1]
+    ridges = [
+        line for line in fig.axes[0].get_lines() if line.get_linestyle() == ":" and len(set(line.get_xdata())) == 1
+    ]
     assert len(ridges) == 1
     assert ridges[0].get_xdata()[0] == pytest.approx(153.0, rel=1e-3)  # 312e12 / 2039e9 = 153.0
     assert any(t.get_text() == "ridge 153" for t in fig.axes[0].texts)
@@ -88,8 +90,11 @@ def test_points_are_labelled_and_styled_by_kind():
     fig = plots.plot_roofline(points=[Point("LayerNorm", 0.5, 1e12), Point("GEMM", 400, 250e12, "measured")])
     texts = {t.get_text() for t in fig.axes[0].texts}
     assert {"LayerNorm", "GEMM"} <= texts
-    dots = {tuple(line.get_xdata()): line for line in fig.axes[0].get_lines() if line.get_marker() in ("o", "s")
-            and len(line.get_xdata()) == 1}
+    dots = {
+        tuple(line.get_xdata()): line
+        for line in fig.axes[0].get_lines()
+        if line.get_marker() in ("o", "s") and len(line.get_xdata()) == 1
+    }
     assert dots[(0.5,)].get_markerfacecolor() == "white"  # predicted: hollow
     assert dots[(400,)].get_ydata()[0] == pytest.approx(250)  # 250e12 FLOP/s = 250 TFLOP/s
     assert "Measured point 'GEMM' at 400 FLOP/byte and 250 TFLOP/s" in fig.roofline_alt
@@ -141,8 +146,10 @@ def test_alt_text_from_a_figure_or_from_arguments():
     fig = plots.plot_roofline(gpus="H100")
     assert plots.alt_text(fig) == fig.roofline_alt
     assert plots.alt_text(gpus="H100") == fig.roofline_alt
-    assert "H100 SXM: memory roof HBM3 3.35 TB/s; compute roof bf16 (tensor cores) 990 TFLOP/s " \
-           "with its ridge at 295 FLOP/byte." in fig.roofline_alt  # 989.5e12 / 3.35e12 = 295.4
+    assert (
+        "H100 SXM: memory roof HBM3 3.35 TB/s; compute roof bf16 (tensor cores) 990 TFLOP/s "
+        "with its ridge at 295 FLOP/byte." in fig.roofline_alt
+    )  # 989.5e12 / 3.35e12 = 295.4
     with pytest.raises(TypeError):
         plots.alt_text(fig, gpus="H100")
     with pytest.raises(ValueError, match="roofline_alt"):

@@ -3,6 +3,7 @@
 Registry figures used below (dense): A100 80GB 312e12 FLOP/s bf16, 19.5e12 fp32, 624e12 int8,
 2039e9 B/s; A100 40GB 1555e9 B/s; H100 SXM 3.35e12 B/s, 1979e12 fp8.
 """
+
 import dataclasses
 
 import pytest
@@ -126,8 +127,7 @@ def test_hfu_recompute_is_checked():
 def test_mfu_of_a_config_uses_its_active_parameters_and_shape():
     cfg = rl.model_config("mixtral-8x7b")
     per_token = 6 * cfg.active_params() + 12 * 32 * 32768 * 4096  # full square, a = 32 x 128
-    assert rl.mfu(cfg, 1e5, 64, "H100", convention="full-square") == pytest.approx(
-        per_token * 1e5 / (64 * 989.5e12))
+    assert rl.mfu(cfg, 1e5, 64, "H100", convention="full-square") == pytest.approx(per_token * 1e5 / (64 * 989.5e12))
     with pytest.raises(ValueError, match="not both"):
         rl.mfu(cfg, 1e5, 64, "H100", convention="three-term", n_layers=32)
 
@@ -138,15 +138,25 @@ def test_palm_540b_mfu_reproduces_the_paper():
     # 6N: 6 * 540.35e9 * 238.3e3 / (6144 * 275e12) = 0.4573; the paper prints 45.7 %
     assert rl.mfu(540.35e9, 238.3e3, 6144, "tpu-v4") == pytest.approx(0.457, abs=5e-4)
     # with its attention term 12 * 118 * 48 * 256 * 2048 = 3.56e10 FLOP/token: 46.2 % in the paper
-    full = rl.mfu(540.35e9, 238.3e3, 6144, "tpu-v4", convention="full-square",
-                  n_layers=118, d_model=18432, seq_len=2048, attention_dim=48 * 256)
+    full = rl.mfu(
+        540.35e9,
+        238.3e3,
+        6144,
+        "tpu-v4",
+        convention="full-square",
+        n_layers=118,
+        d_model=18432,
+        seq_len=2048,
+        attention_dim=48 * 256,
+    )
     assert full == pytest.approx(0.462, abs=5e-4)
 
 
 def test_hfu_is_never_below_mfu():
     for r in (0.0, 0.25, 0.5, 1.0):
-        assert rl.hfu(101.4e6, 1e5, 1, "A100", convention="three-term", recompute_fraction=r,
-                      **STACK) >= rl.mfu(101.4e6, 1e5, 1, "A100", convention="three-term", **STACK)
+        assert rl.hfu(101.4e6, 1e5, 1, "A100", convention="three-term", recompute_fraction=r, **STACK) >= rl.mfu(
+            101.4e6, 1e5, 1, "A100", convention="three-term", **STACK
+        )
 
 
 def test_hfu_above_one_is_refused():
@@ -189,8 +199,7 @@ def test_stack_100m_bill_on_one_a100():
 
 def test_bill_with_a_price_and_more_cards():
     # at 2 dollars per GPU-hour: 28.39 * 2 = 56.78
-    bill = rl.training_bill(101.4e6, 20e9, 1, "A100", 0.5, convention="three-term", **STACK,
-                            usd_per_gpu_hour=2.0)
+    bill = rl.training_bill(101.4e6, 20e9, 1, "A100", 0.5, convention="three-term", **STACK, usd_per_gpu_hour=2.0)
     assert bill.cost == pytest.approx(56.78, rel=1e-3)
     # eight cards: one eighth of the wall-clock, the same GPU-hours
     eight = rl.training_bill(101.4e6, 20e9, 8, "A100", 0.5, convention="three-term", **STACK)

@@ -1,4 +1,5 @@
 """Model-level FLOP counts and conventions, on models small enough to add up by hand."""
+
 import dataclasses
 
 import pytest
@@ -154,8 +155,9 @@ def test_config_validates_itself():
 # --- today's decoders: GQA, head size, biases, positions, experts ---------------------------
 
 # a toy with room to tell heads apart: d = 4, 2 query heads of 3, one KV head, d_ff = 8, V = 10, s = 6
-GQA = rl.TransformerConfig(d_model=4, d_ff=8, n_layers=1, n_heads=2, n_kv_heads=1, head_dim=3,
-                           vocab=10, seq_len=6, gated=False)
+GQA = rl.TransformerConfig(
+    d_model=4, d_ff=8, n_layers=1, n_heads=2, n_kv_heads=1, head_dim=3, vocab=10, seq_len=6, gated=False
+)
 
 
 def test_gqa_and_head_size_set_the_projection_count():
@@ -181,7 +183,12 @@ def test_llama_3_8b_projections_under_gqa():
 def test_biases_norms_and_learned_positions_count_for_gpt2():
     cfg = rl.model_config("gpt2-small")
     assert (cfg.norm, cfg.bias, cfg.gated, cfg.tied_embeddings, cfg.learned_positions) == (
-        "layernorm", True, False, True, 1024)
+        "layernorm",
+        True,
+        False,
+        True,
+        1024,
+    )
     parts = cfg.params_breakdown()
     # per block: QKV 768 x 2304 + 2304, O 768^2 + 768, FFN 2 * 768 * 3072 + 3072 + 768
     assert parts["attention"] == 12 * (768 * 2304 + 2304 + 768 * 768 + 768)
@@ -193,9 +200,19 @@ def test_biases_norms_and_learned_positions_count_for_gpt2():
 
 def test_mixture_of_experts_total_and_active():
     # 4 experts, 2 per token, 1 shared, plain FFN d = 2 -> 4 -> 2, one layer, V = 10, tied
-    moe = rl.TransformerConfig(d_model=2, d_ff=4, n_layers=1, n_heads=1, vocab=10, seq_len=4,
-                               gated=False, tied_embeddings=True, n_experts=4, experts_per_token=2,
-                               n_shared_experts=1)
+    moe = rl.TransformerConfig(
+        d_model=2,
+        d_ff=4,
+        n_layers=1,
+        n_heads=1,
+        vocab=10,
+        seq_len=4,
+        gated=False,
+        tied_embeddings=True,
+        n_experts=4,
+        experts_per_token=2,
+        n_shared_experts=1,
+    )
     expert = 2 * 2 * 4  # up 2x4 + down 4x2 = 16 weights
     router = 2 * 4  # d x n_experts
     assert moe.params_breakdown()["ffn"] == (4 + 1) * expert + router  # 88
@@ -239,8 +256,15 @@ def test_shipped_models_match_their_published_size(name):
 
 def test_the_eight_models_ship():
     assert set(rl.shipped_models()) == {
-        "gpt2-small", "llama-2-7b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "mistral-7b",
-        "mixtral-8x7b", "qwen2-7b"}
+        "gpt2-small",
+        "llama-2-7b",
+        "llama-2-70b",
+        "llama-3-8b",
+        "llama-3-70b",
+        "mistral-7b",
+        "mixtral-8x7b",
+        "qwen2-7b",
+    }
     assert rl.model_config("Llama-2-7B") == rl.LLAMA2_7B  # the preset is the shipped config
     assert rl.model_config("llama-3-8b").name == "Llama-3-8B"
     with pytest.raises(ValueError, match="unknown model 'llama-4'; shipped models: gpt2-small"):
@@ -249,9 +273,18 @@ def test_the_eight_models_ship():
 
 # --- reading a Hugging Face config.json ----------------------------------------------------
 
-LLAMA_TOY = {"model_type": "llama", "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 2,
-             "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 10,
-             "max_position_embeddings": 32, "rms_norm_eps": 1e-5, "torch_dtype": "bfloat16"}
+LLAMA_TOY = {
+    "model_type": "llama",
+    "hidden_size": 8,
+    "intermediate_size": 16,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "vocab_size": 10,
+    "max_position_embeddings": 32,
+    "rms_norm_eps": 1e-5,
+    "torch_dtype": "bfloat16",
+}
 
 
 def test_from_hf_config_reads_a_dict_and_a_path(tmp_path):
@@ -284,14 +317,27 @@ def test_from_hf_config_names_what_it_cannot_map(tmp_path):
 def test_from_hf_config_families():
     qwen = rl.model_config("qwen2-7b")
     assert qwen.qkv_bias and not qwen.bias and qwen.n_kv_heads == 4
-    gemma = rl.TransformerConfig.from_hf_config({
-        "model_type": "gemma", "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
-        "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000,
-        "max_position_embeddings": 8192, "hidden_activation": "gelu_pytorch_tanh", "attention_bias": False})
+    gemma = rl.TransformerConfig.from_hf_config(
+        {
+            "model_type": "gemma",
+            "hidden_size": 3072,
+            "intermediate_size": 24576,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 16,
+            "head_dim": 256,
+            "vocab_size": 256000,
+            "max_position_embeddings": 8192,
+            "hidden_activation": "gelu_pytorch_tanh",
+            "attention_bias": False,
+        }
+    )
     # Gemma 7B: 16 heads of 256 = 4096 wide on a 3072-wide stream; tied embeddings by default
     assert gemma.attention_dim == 4096 and gemma.tied_embeddings and gemma.gated
-    assert gemma.n_params() == 28 * (2 * 3072 * 4096 + 2 * 3072 * 4096 + 3 * 3072 * 24576 + 2 * 3072) \
-        + 256000 * 3072 + 3072  # 8,537,680,896
+    assert (
+        gemma.n_params()
+        == 28 * (2 * 3072 * 4096 + 2 * 3072 * 4096 + 3 * 3072 * 24576 + 2 * 3072) + 256000 * 3072 + 3072
+    )  # 8,537,680,896
     # Gemma Team (2024), Gemma report, Table 2: 786,432,000 embedding + 7,751,248,896 non-embedding
     assert gemma.n_params() == 786_432_000 + 7_751_248_896
     with pytest.raises(ValueError, match="attention_bias=True in a gemma config is not mapped"):

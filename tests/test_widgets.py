@@ -1,4 +1,5 @@
 """Tests for roofline_lib.widgets: each explorer's numbers, its controls, and its redraw time."""
+
 from __future__ import annotations
 
 import matplotlib
@@ -13,8 +14,7 @@ from roofline_lib import inference, training, transformer, widgets  # noqa: E402
 #: The brief: a redraw (recompute + render the figure) must stay under 0.1 s.
 REDRAW_BUDGET_S = 0.1
 
-EXPLORERS = [widgets.roofline_explorer, widgets.decode_explorer, widgets.flop_share_explorer,
-             widgets.mfu_explorer]
+EXPLORERS = [widgets.roofline_explorer, widgets.decode_explorer, widgets.flop_share_explorer, widgets.mfu_explorer]
 
 
 def _fastest_redraw(explorer, n=5) -> float:
