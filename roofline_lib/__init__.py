@@ -12,6 +12,7 @@ every ``from .x import`` in the package, including imports inside functions):
     audit         -> FlopCounterMode-based FLOP audit of real torch graphs
     inference     -> decode ceilings, weight-GEMM intensity, KV cache, quantisation
     training      -> MFU/HFU, training bills, precision sweep
+    scenarios     -> the worked examples several chapters share (LayerNorm, FFN GEMM, runs)
     comms         -> alpha-beta collective costs, the communication roofline, live gloo/NCCL timing
     measure       -> timing (do_bench on CUDA, careful CPU fallback), this machine's ceilings
     records       -> the schema and files of recorded GPU measurements (the caller names the folder)
