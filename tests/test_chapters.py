@@ -1,0 +1,314 @@
+"""A hook-style check on the chapters' prose: what every chapter must hold, and what it must not.
+
+The course's rule is that a number in the text is computed by the chapter's code (``{eval}``),
+so the prose and the code cannot drift apart. This file reads each chapter's Markdown the way a
+reader sees it, with code, math, roles, HTML and directive options blanked out, and fails when
+
+* the prose holds a numeral above 10 that is not a year and not in the chapter's short allow-list
+  of scenario-defining inputs (:data:`ALLOWED`, each entry with its reason);
+* the chapter cites nothing, or lacks a **Takeaway** box, a ``## Problems`` section, a
+  ``## Summary`` or a closing ``## Further reading`` that cites;
+* the prose speaks of "the source" (the text the course grew from, which no reader has seen).
+
+Numbers that are part of a name are not numerals here: ``H100``, ``fp32``, ``Llama-2-7B``,
+``Stack-100M``. Numbers of ten or less are words in disguise (two roofs, eight GPUs) and pass.
+Chapter numbers are at most ten. The checker is itself tested on planted chapters at the end,
+so it cannot pass by reading nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.md"))
+
+# Scenario-defining inputs that a chapter may type in prose, by chapter file stem. Keep each list
+# short; a result (anything a cell computes) never belongs here, it goes through {eval}.
+ALLOWED: dict[str, dict[str, str]] = {}
+
+# Fenced blocks whose body is not prose: code, math, raw output, the bibliography directive.
+_NOT_PROSE_DIRECTIVES = {"code-cell", "code", "code-block", "math", "raw", "bibliography", "eval-rst"}
+_FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_OPTION = re.compile(r"^\s*:[A-Za-z][\w-]*:")  # a directive option line, ":class: tip"
+_ROLE = re.compile(r"\{[A-Za-z][\w:+-]*\}(`+)(?:(?!\1).)*?\1")  # {eval}`...`, {cite:p}`...`
+_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")  # inline code, any number of backticks
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?:\\.|[^$\\])+?\$")
+_HTML = re.compile(r"<[^>]*>")
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+_NUMERAL = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w]|[.,]\d)")
+_YEAR = range(1990, 2031)
+_SOURCE = re.compile(r"\b(?:the|same|its|this)\s+source(?:'s)?\b(?!\s+(?:of|code|file|tree))", re.I)
+
+
+def prose_lines(text: str) -> list[tuple[int, str]]:
+    """Each line of a MyST chapter as a reader reads it: (line number, text with non-prose blanked).
+
+    Skipped: the front matter, code cells and other code or math fences (``$$`` blocks too),
+    directive option lines, and, inside a line, roles, inline code, inline math, HTML tags and
+    link targets. An admonition's title and body are prose.
+    """
+    lines = text.splitlines()
+    out: list[tuple[int, str]] = []
+    stack: list[tuple[int, bool]] = []  # open fences: (fence length, body is prose)
+    start = 0
+    if lines and lines[0].strip() == "---":  # YAML front matter
+        for j in range(1, len(lines)):
+            if lines[j].strip() == "---":
+                start = j + 1
+                break
+    in_display_math = False
+    options_allowed = False  # option lines follow a directive's opening fence directly
+    for number, line in enumerate(lines[start:], start=start + 1):
+        fence = _FENCE.match(line)
+        in_code = bool(stack) and not stack[-1][1]
+        if fence:
+            size, info = len(fence["fence"]), fence["info"].strip()
+            if in_code:
+                if not info and size >= stack[-1][0]:
+                    stack.pop()
+                continue
+            if not info and stack:  # a bare fence closes the innermost prose directive
+                stack.pop()
+                continue
+            name = re.match(r"\{([^}]*)\}", info)
+            directive = name[1] if name else None
+            prose_body = directive is not None and directive not in _NOT_PROSE_DIRECTIVES
+            stack.append((size, prose_body))
+            options_allowed = prose_body
+            if prose_body:  # an admonition's title is prose
+                out.append((number, _blank_inline(info[name.end() :])))
+            continue
+        if in_code:
+            continue
+        if options_allowed and _OPTION.match(line):
+            continue
+        options_allowed = False
+        if line.strip().startswith("$$"):
+            opens_and_closes = line.strip() != "$$" and line.strip().endswith("$$") and len(line.strip()) > 4
+            if not opens_and_closes:
+                in_display_math = not in_display_math
+            continue
+        if in_display_math:
+            continue
+        if re.match(r"^\s*\([\w-]+\)=\s*$", line):  # a label, "(sec-x)="
+            continue
+        out.append((number, _blank_inline(line)))
+    return out
+
+
+def _blank_inline(line: str) -> str:
+    for pattern in (_ROLE, _CODE, _INLINE_MATH, _HTML, _LINK_TARGET):
+        line = pattern.sub(" ", line)
+    return line
+
+
+def typed_numerals(text: str, allowed: dict[str, str] | None = None) -> list[tuple[int, str, str]]:
+    """The numerals above 10 in a chapter's prose that are neither years nor allowed.
+
+    Returns (line number, numeral, the prose line) for each; an empty list is a pass.
+    """
+    allowed = allowed or {}
+    found = []
+    for number, line in prose_lines(text):
+        for match in _NUMERAL.finditer(line):
+            numeral = match[0]
+            value = float(numeral.replace(",", ""))
+            if value <= 10 or numeral in allowed:
+                continue
+            if "," not in numeral and "." not in numeral and int(value) in _YEAR:
+                continue
+            found.append((number, numeral, line.strip()))
+    return found
+
+
+def missing_parts(text: str) -> list[str]:
+    """What a chapter lacks of the course's shape; an empty list is a pass."""
+    missing = []
+    if not re.search(r"\{cite(?::[a-z]+)?\}`", text):
+        missing.append("a citation ({cite}`key`)")
+    if not re.search(r"^\s*```+\{admonition\}\s*Takeaway\b", text, re.M):
+        missing.append("a Takeaway box")
+    if not re.search(r"^## Problems\s*$", text, re.M):
+        missing.append("a '## Problems' section")
+    if not re.search(r"^## Summary\s*$", text, re.M):
+        missing.append("a '## Summary' section")
+    further = re.search(r"^## Further reading\s*$(?P<body>.*?)(?=^#{1,2} |\Z)", text, re.M | re.S)
+    if not further:
+        missing.append("a '## Further reading' section")
+    elif not re.search(r"\{cite(?::[a-z]+)?\}`", further["body"]):
+        missing.append("a citation inside 'Further reading'")
+    return missing
+
+
+def source_mentions(text: str) -> list[tuple[int, str]]:
+    """Prose lines that speak of "the source" the course grew from."""
+    return [(n, line.strip()) for n, line in prose_lines(text) if _SOURCE.search(line)]
+
+
+# ------------------------------------------------------------------ the chapters themselves
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_no_typed_numbers_in_prose(chapter):
+    found = typed_numerals(chapter.read_text(encoding="utf-8"), ALLOWED.get(chapter.stem))
+    shown = "\n".join(f"  {chapter.name}:{n}: {numeral!r} in: {line}" for n, numeral, line in found)
+    assert not found, (
+        "numerals above 10 typed in the prose: compute them and quote with {eval}, or, if the number "
+        f"defines the scenario, add it to ALLOWED with its reason\n{shown}"
+    )
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_has_its_parts(chapter):
+    assert not missing_parts(chapter.read_text(encoding="utf-8")), (
+        chapter.name,
+        missing_parts(chapter.read_text(encoding="utf-8")),
+    )
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_prose_does_not_speak_of_the_source(chapter):
+    found = source_mentions(chapter.read_text(encoding="utf-8"))
+    assert not found, "\n".join(f"{chapter.name}:{n}: {line}" for n, line in found)
+
+
+def _bib_keys() -> set[str]:
+    return set(re.findall(r"^@\w+\{([^,\s]+),", (ROOT / "references.bib").read_text(encoding="utf-8"), re.M))
+
+
+def _glossary_terms() -> set[str]:
+    text = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    body = re.search(r"```\{glossary\}\n(?P<body>.*?)\n```", text, re.S)["body"]
+    return {line.strip().lower() for line in body.splitlines() if line.strip() and not line[0].isspace()}
+
+
+def cited_keys(text: str) -> list[str]:
+    """Every key a chapter cites, in order: {cite}`a`, {cite:p}`a,b`, {cite:t}`a`."""
+    return [k.strip() for group in re.findall(r"\{cite(?::[a-z]+)?\}`([^`]*)`", text) for k in group.split(",")]
+
+
+def term_targets(text: str) -> list[str]:
+    """Every glossary entry a chapter links to: {term}`HBM`, {term}`kernels <Kernel>`."""
+    return [(m[2] or m[1]).strip() for m in re.finditer(r"\{term\}`([^`<]*)(?:<([^>]*)>)?`", text)]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_citations_and_terms_resolve(chapter):
+    # the strict build fails on both too; this says which key or term, without a build
+    text = chapter.read_text(encoding="utf-8")
+    assert set(cited_keys(text)) <= _bib_keys(), set(cited_keys(text)) - _bib_keys()
+    assert {t.lower() for t in term_targets(text)} <= _glossary_terms(), {
+        t for t in term_targets(text) if t.lower() not in _glossary_terms()
+    }
+
+
+def test_citation_and_term_readers_on_a_planted_line():
+    line = "As {cite:p}`kaplan2020scaling, hoffmann2022chinchilla` and {cite}`x` say, {term}`kernels <Kernel>` and {term}`HBM`."
+    assert cited_keys(line) == ["kaplan2020scaling", "hoffmann2022chinchilla", "x"]
+    assert term_targets(line) == ["Kernel", "HBM"]
+    assert "x" not in _bib_keys() and {"kernel", "hbm"} <= _glossary_terms()
+
+
+def test_every_chapter_is_checked():
+    # the eight chapters of the table of contents, 01_ to 08_
+    assert [p.name[:2] for p in CHAPTERS] == [f"{i:02d}" for i in range(1, 9)]
+
+
+def test_allow_list_names_only_chapters_and_numerals_that_are_there():
+    for stem, numerals in ALLOWED.items():
+        path = ROOT / "notebooks" / f"{stem}.md"
+        assert path.exists(), stem
+        text = " ".join(line for _, line in prose_lines(path.read_text(encoding="utf-8")))
+        for numeral, reason in numerals.items():
+            assert reason.strip(), f"{stem}: {numeral} has no reason"
+            assert re.search(rf"(?<![\w.,]){re.escape(numeral)}(?![\w]|[.,]\d)", text), (
+                f"{stem}: allowed numeral {numeral} no longer appears in the prose; remove it"
+            )
+
+
+# ------------------------------------------------------------------ the checker, on planted chapters
+
+PLANTED = """---
+jupytext:
+  text_representation:
+    extension: .md
+---
+
+# 9. A planted chapter
+
+Stack-100M on an H100 in fp32 runs at 220,000 tokens per second, see chapter 5, as of 2024.
+
+```{code-cell} ipython3
+:tags: [remove-input, remove-output]
+run_rate = 227879  # code: not prose
+```
+
+The rate is {eval}`prose["rate:,.0f"]` tokens per second, $s = 2048$, `n = 4096`.
+
+$$
+F = 6N + 12 L s d
+$$
+
+```{admonition} Sanity check: 64 GPUs
+:class: warning
+:name: box-12345
+The source quotes 44.5 %; the same source's run was 1.5e6 tokens per second.
+
+   ```{admonition} Answer
+   :class: dropdown
+   It runs 3.7 times faster, <div data-intensity="85"></div> [see](https://x.org/99)
+   ```
+```
+
+```bash
+nsys profile --delay=30 python train.py
+```
+"""
+
+
+def test_checker_finds_typed_numbers_in_a_planted_chapter():
+    found = [(n, numeral) for n, numeral, _ in typed_numerals(PLANTED)]
+    # prose: 220,000 (line 9), the admonition title's 64 (line 22), 44.5 and 1.5e6 = 1,500,000
+    # (line 25); not the code, the {eval}, the math, the option lines, the HTML, the link, the
+    # year, "chapter 5", H100 / fp32 / Stack-100M, nor the 3.7 (at most ten)
+    assert found == [(9, "220,000"), (22, "64"), (25, "44.5"), (25, "1.5e6")]
+
+
+def test_checker_allow_list_lets_a_scenario_input_pass():
+    found = [numeral for _, numeral, _ in typed_numerals(PLANTED, {"64": "GPUs in the scenario"})]
+    assert found == ["220,000", "44.5", "1.5e6"]
+
+
+def test_checker_finds_the_missing_parts_of_a_planted_chapter():
+    assert missing_parts(PLANTED) == [
+        "a citation ({cite}`key`)",
+        "a Takeaway box",
+        "a '## Problems' section",
+        "a '## Summary' section",
+        "a '## Further reading' section",
+    ]
+    whole = PLANTED.replace(
+        "# 9. A planted chapter", "# 9. A planted chapter\n\nAs {cite}`williams2009roofline` shows."
+    )
+    whole += "\n```{admonition} Takeaway\n:class: tip\nShort.\n```\n\n## Problems\n\n1. Why?\n\n## Summary\n\n- This.\n"
+    assert missing_parts(whole) == ["a '## Further reading' section"]
+    assert missing_parts(whole + "\n## Further reading\n\n- A paper.\n") == ["a citation inside 'Further reading'"]
+    assert missing_parts(whole + "\n## Further reading\n\n- {cite:t}`williams2009roofline`.\n") == []
+
+
+def test_checker_finds_the_source_in_a_planted_chapter():
+    # line 25 twice over ("The source", "the same source's"), once reported; "source code" passes
+    assert [n for n, _ in source_mentions(PLANTED + "\nRead the source code of torch.\n")] == [25]
+
+
+def test_prose_lines_skip_code_and_math_but_keep_admonitions():
+    kept = {n: line for n, line in prose_lines(PLANTED)}
+    assert 12 not in kept and 13 not in kept  # the code cell's option and body
+    assert 18 not in kept  # display math
+    assert 23 not in kept and 24 not in kept and 28 not in kept  # directive options
+    assert "3.7 times faster" in kept[29]  # a nested admonition's body is prose
+    assert not any("nsys" in line for line in kept.values())  # a bash fence is code
