@@ -7,6 +7,7 @@ their inputs, and that the static explorers' ``data-*`` defaults agree with them
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,99 @@ def test_training_run_refuses_bad_inputs():
         sc.TrainingRun(model=rl.STACK_100M, tokens_per_s=0, n_gpus=1, gpu="A100")
     with pytest.raises(ValueError, match="n_gpus"):
         sc.TrainingRun(model=rl.STACK_100M, tokens_per_s=1.0, n_gpus=0, gpu="A100")
+
+
+# --- the chapters against the scenarios ---------------------------------------------------------
+
+_CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?P<body>.*?)^```\s*$", re.M | re.S)
+_EXPLORER = re.compile(r'<div class="roofline-explorer"(?P<attrs>[^>]*)>')
+_ATTR = re.compile(r'(data-[a-z-]+)="([^"]*)"')
+
+#: Scenario inputs that must not be typed again in a chapter's code: (pattern, what it re-types).
+_RETYPED = [
+    (r"6\.7e9|6_738_415_616|6738415616", "Llama-2-7B's parameter count (sc.LLAMA2_7B.n_params())"),
+    (r"\b16384,\s*11008,\s*4096\b|\b16_384,\s*11_008,\s*4_096\b", "the FFN GEMM's shape (sc.FFN_GEMM)"),
+    (r"\b90e-6\b", "the LayerNorm's claimed time (sc.LAYERNORM.claimed_seconds)"),
+    (r"\b(?:220e3|220_000|220000)\b", "the Stack-100M run's rate (sc.STACK_100M_RUN.tokens_per_s)"),
+    (r"good_fraction\s*=\s*0\.85", "the good-kernel fraction (sc.LAYERNORM.good_bandwidth_fraction)"),
+]
+
+
+def _chapter(stem: str) -> str:
+    return (CHAPTERS / f"{stem}.md").read_text(encoding="utf-8")
+
+
+def _code(text: str) -> str:
+    return "\n".join(m["body"] for m in _CODE_CELL.finditer(text))
+
+
+def _explorers(text: str) -> list[dict[str, str]]:
+    return [dict(_ATTR.findall(m["attrs"])) for m in _EXPLORER.finditer(text)]
+
+
+def test_code_cell_reader_finds_code_and_only_code():
+    planted = "Prose 6.7e9.\n\n```{code-cell} ipython3\nx = sc.FFN_GEMM.op()\n```\n\nMore prose.\n"
+    assert _code(planted).strip() == "x = sc.FFN_GEMM.op()"
+    assert _explorers('<div class="roofline-explorer" data-mode="mfu" data-n-gpus="256"></div>') == [
+        {"data-mode": "mfu", "data-n-gpus": "256"}
+    ]
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS.glob("[0-9][0-9]_*.md")), ids=lambda p: p.stem)
+def test_chapters_do_not_retype_scenario_inputs(chapter):
+    code = _code(chapter.read_text(encoding="utf-8"))
+    found = [f"{what}: {m[0]!r}" for pattern, what in _RETYPED for m in re.finditer(pattern, code)]
+    assert not found, f"{chapter.name} re-types scenario inputs; read them from roofline_lib.scenarios: {found}"
+
+
+@pytest.mark.parametrize(
+    "stem", ["01_two_speed_limits", "02_arithmetic_intensity", "03_counting_flops", "04_inference_regimes"]
+)
+def test_chapters_one_to_four_import_the_scenarios(stem):
+    assert "from roofline_lib import scenarios as sc" in _code(_chapter(stem))
+
+
+def _one_explorer(stem: str, mode: str) -> dict[str, str]:
+    found = [e for e in _explorers(_chapter(stem)) if e.get("data-mode") == mode]
+    assert len(found) == 1, f"{stem}: expected one {mode} explorer, found {len(found)}"
+    return found[0]
+
+
+def test_chapter_2_explorer_starts_at_the_layernorm():
+    attrs = _one_explorer("02_arithmetic_intensity", "intensity")
+    # the widget beside it starts at round(intensity, 2) = 1.75 (7 FLOP per 4 bytes, less gamma/beta)
+    assert float(attrs["data-intensity"]) == round(sc.LAYERNORM.op().intensity, 2)
+    assert (attrs["data-gpu"], attrs["data-precision"]) == ("A100", "bf16")
+    assert "intensity=round(sc.LAYERNORM.op().intensity, 2)" in _code(_chapter("02_arithmetic_intensity"))
+
+
+def test_chapter_3_explorer_starts_at_llama2_7b():
+    attrs = _one_explorer("03_counting_flops", "flops")
+    cfg = sc.LLAMA2_7B
+    assert int(attrs["data-d-model"]) == cfg.d_model
+    assert int(attrs["data-seq-len"]) == cfg.seq_len
+    assert int(attrs["data-n-layers"]) == cfg.n_layers
+    assert int(attrs["data-vocab"]) == cfg.vocab
+    assert float(attrs["data-ffn-ratio"]) == cfg.d_ff / cfg.d_model  # 11008 / 4096 = 2.6875
+    assert attrs["data-gated"] == "true" and cfg.gated
+    assert "cfg = sc.LLAMA2_7B" in _code(_chapter("03_counting_flops"))
+
+
+def test_chapter_4_explorer_starts_where_its_widget_does():
+    attrs = _one_explorer("04_inference_regimes", "decode")
+    start = sc.DECODE_EXPLORER
+    assert float(attrs["data-n-params"]) == start.n_params() == sc.LLAMA2_7B.n_params()
+    assert int(attrs["data-batch"]) == start.batch
+    assert attrs["data-gpu"] == start.gpu
+    assert rl.bytes_per_element(attrs["data-precision"]) == start.bytes_per_param  # bf16: 2 bytes
+    code = _code(_chapter("04_inference_regimes"))
+    assert "start = sc.DECODE_EXPLORER" in code and "batch=start.batch" in code
+
+
+def test_chapter_5_explorer_starts_at_the_mfu_example():
+    attrs = _one_explorer("05_mfu", "mfu")
+    ex = sc.MFU_EXAMPLE
+    assert float(attrs["data-n-params"]) == ex.model.n_params()
+    assert float(attrs["data-tokens-per-s"]) == ex.tokens_per_s
+    assert int(attrs["data-n-gpus"]) == ex.n_gpus
+    assert attrs["data-gpu"] == ex.gpu
