@@ -18,7 +18,9 @@ so it cannot pass by reading nothing.
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -211,6 +213,29 @@ def test_citation_and_term_readers_on_a_planted_line():
     assert cited_keys(line) == ["kaplan2020scaling", "hoffmann2022chinchilla", "x"]
     assert term_targets(line) == ["Kernel", "HBM"]
     assert "x" not in _bib_keys() and {"kernel", "hbm"} <= _glossary_terms()
+
+
+def _glue_to_eval():
+    """tools/glue_to_eval.py, whose check_order says whether a value is quoted before it is set."""
+    if "glue_to_eval" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("glue_to_eval", ROOT / "tools" / "glue_to_eval.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["glue_to_eval"] = module  # dataclasses look their module up while the class is made
+        spec.loader.exec_module(module)
+    return sys.modules["glue_to_eval"]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_every_quoted_value_is_set_above_its_text(chapter):
+    # nbval runs only the code, so a {eval} quoted above the cell that sets it passes there and
+    # fails the book build ("no value named ..."); say so without a build
+    _glue_to_eval().check_order(chapter.read_text(encoding="utf-8"), chapter.name)
+
+
+def test_order_check_catches_a_value_quoted_too_early():
+    early = 'Text {eval}`prose["late"]`.\n\n```{code-cell} ipython3\nprose("late", 1)\n```\n'
+    with pytest.raises(_glue_to_eval().ConversionError, match="quoted before the cell that sets it"):
+        _glue_to_eval().check_order(early, "planted.md")
 
 
 def test_every_chapter_is_checked():
