@@ -575,18 +575,19 @@ def test_mfu_explorer_updates_and_refuses_an_impossible_rate(visit):
     explorer = v.page.locator('.roofline-explorer[data-mode="mfu"]').first
     mfu = explorer.locator('dd[data-quantity="mfu"]')
     note = explorer.locator(".roofline-explorer__note")
-    # 6 * 6.7e9 * 1.5e6 = 6.03e16 FLOP/s against 256 * 312e12 = 7.987e16 FLOP/s: 75.5 %
-    assert mfu.inner_text() == "75.5 %"
+    # Llama-2-7B's exact N (scenarios.MFU_EXAMPLE): 6 * 6.7384e9 * 1.5e6 = 6.065e16 FLOP/s
+    # against 256 * 312e12 = 7.987e16 FLOP/s: 75.9 %
+    assert mfu.inner_text() == "75.9 %"
     explorer.locator('input[name="tokens_per_s"]').fill("6.5")  # 10**6.5 -> 3.16e6 tokens/s
-    # 6 * 6.7e9 * 3.16e6 = 1.270e17 FLOP/s: 159 % of the peak, refused with the reason
+    # 6 * 6.7384e9 * 3.16e6 = 1.2776e17 FLOP/s: 160 % of the peak, refused with the reason
     assert explorer.get_attribute("data-current-tokens-per-s") == "3160000"
     assert mfu.get_attribute("data-value") == "refused" and mfu.inner_text() == "impossible: above 100 %"
-    assert note.inner_text().startswith("MFU of 159.0% is impossible") and "likely causes" in note.inner_text()
+    assert note.inner_text().startswith("MFU of 160.0% is impossible") and "likely causes" in note.inner_text()
     assert "roofline-explorer__meter--refused" in explorer.locator("rect").first.get_attribute("class")
     _check_explorer(explorer)
     explorer.locator('input[name="n_gpus"]').fill("9")  # the 10th notch: 2**9 = 512 GPUs
     assert explorer.get_attribute("data-current-n-gpus") == "512"
-    assert mfu.inner_text() == "79.5 %"  # 1.270e17 / (512 * 312e12) = 0.795
+    assert mfu.inner_text() == "80 %"  # 1.2776e17 / (512 * 312e12) = 0.7998, shown to 3 figures
     _check_explorer(explorer)
     explorer.locator('select[name="gpu"]').select_option(rl.gpu("H100").key)
     explorer.locator('select[name="precision"]').select_option("fp8")
