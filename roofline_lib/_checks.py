@@ -152,3 +152,46 @@ def _finite_result(value: float, what: str, inputs: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{what} overflows to {value!r}: {inputs} are too large to be real")
     return value
+
+
+# --------------------------------------------------------------------------- registry names
+
+
+def _alias_index(table) -> dict[str, str]:
+    """Every spelling a registry answers to (its key, its name, its aliases), lower-cased, -> its key.
+
+    ``table`` maps keys to specs that carry ``name`` and ``aliases``: the GPU, link and node
+    registries all do.
+    """
+    index: dict[str, str] = {}
+    for key, spec in table.items():
+        for spelling in (key, spec.name, *spec.aliases):
+            index[spelling.lower()] = key
+    return index
+
+
+def _normalise_name(name: str) -> str:
+    """Lower case, ``_`` read as ``-``, runs of spaces folded: how a registry name is compared."""
+    return " ".join(name.strip().lower().replace("_", "-").split())
+
+
+def _registry_lookup(name, table, index, *, what: str, example: str, param: str = "name"):
+    """The spec of ``table`` that ``name`` spells (see :func:`_alias_index`), case-insensitively.
+
+    ``-`` and a space are interchangeable. ``what`` names the kind of thing ("GPU", "link") and
+    ``param`` the caller's parameter, so a refusal says which input was wrong; an unknown name
+    lists what the registry knows.
+    """
+    if not isinstance(name, str):
+        raise TypeError(
+            f"{what.lower()} name must be a string such as {example!r}, got {param}={name!r} ({type(name).__name__})"
+        )
+    if not name.strip():
+        raise ValueError(f"{param} must name a {what}, such as {example!r}, got an empty string {name!r}")
+    norm = _normalise_name(name)
+    for candidate in (norm, norm.replace(" ", "-"), norm.replace("-", " ")):
+        if candidate in index:
+            return table[index[candidate]]
+    known = ", ".join(f"{k} ({s.name})" for k, s in table.items())
+    read_as = "" if param == "name" else f" ({param}={name!r} was read as a {what} name)"
+    raise ValueError(f"unknown {what} {name!r}; known {what}s: {known}{read_as}")

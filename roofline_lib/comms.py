@@ -53,7 +53,7 @@ import numpy as np
 
 from ._checks import _fraction, _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
-from .interconnect import LinkSpec, as_link
+from .interconnect import LinkSpec, _as_link
 from .roofline import Roof
 from .transformer import (
     inference_flops_per_token,
@@ -123,10 +123,10 @@ def _algorithm_key(algorithm, collective: str) -> str:
     return key
 
 
-def _ranks(n_ranks, collective: str) -> int:
-    n = _positive_int(n_ranks, "n_ranks", "ranks")
+def _ranks(n_ranks, collective: str, name: str = "n_ranks") -> int:
+    n = _positive_int(n_ranks, name, "ranks")
     if n < 2:
-        raise ValueError(f"n_ranks must be at least 2 ranks for a {collective}, got {n_ranks!r}")
+        raise ValueError(f"{name} must be at least 2 ranks for a {collective}, got {n_ranks!r}")
     return n
 
 
@@ -199,11 +199,11 @@ class CollectiveCost:
         )
 
 
-def _bandwidth(bytes_per_s) -> float:
-    """A link bandwidth given as bytes/s, a LinkSpec or a link name."""
-    if isinstance(bytes_per_s, (LinkSpec, str)):
-        return as_link(bytes_per_s).bytes_per_s
-    return _positive(bytes_per_s, "bytes_per_s", "bytes per second (one direction)")
+def _bandwidth(value, name: str = "bytes_per_s") -> float:
+    """A link bandwidth given as bytes/s, a LinkSpec or a link name; ``name`` is the caller's parameter."""
+    if isinstance(value, (LinkSpec, str)):
+        return _as_link(value, name).bytes_per_s
+    return _positive(value, name, "bytes per second (one direction)")
 
 
 def collective_cost(
@@ -284,8 +284,8 @@ def comms_intensity(flops, bytes_sent) -> float:
 
 def _link_name(link) -> str:
     if isinstance(link, (LinkSpec, str)):
-        return as_link(link).name
-    return f"{_bandwidth(link) / 1e9:.4g} GB/s link"
+        return _as_link(link, "link").name
+    return f"{_bandwidth(link, 'link') / 1e9:.4g} GB/s link"
 
 
 def network_roof(gpu, link, precision: str = "bf16") -> Roof:
@@ -297,7 +297,7 @@ def network_roof(gpu, link, precision: str = "bf16") -> Roof:
     p = precision.lower() if isinstance(precision, str) else precision
     return Roof(
         spec.peak_flops_per_s(precision),
-        _bandwidth(link),
+        _bandwidth(link, "link"),
         f"{spec.name} {p} over {name}",
         compute_label=f"{spec.name} dense {p} compute peak",
         memory_label=f"{name} link bandwidth (one direction)",
@@ -438,7 +438,7 @@ def data_parallel_step(
     and each GPU sends :func:`collective_bytes_per_rank` of it. The comms intensity of a ring is
     ``3 * tokens_per_gpu * n / ((n - 1) * grad_bytes_per_param)``: the model size cancels.
     """
-    n = _ranks(n_gpus, "data-parallel all_reduce")
+    n = _ranks(n_gpus, "data-parallel all_reduce", "n_gpus")
     tokens = _positive(tokens_per_gpu, "tokens_per_gpu", "tokens")
     grad_bytes = (
         bytes_per_element(precision)
@@ -489,7 +489,7 @@ def tensor_parallel_layer(
     about ``6 d / ((tp - 1) b)`` for 12 d^2 weights: independent of the batch, so the batch only
     moves the latency share. ``tokens`` is batch x sequence length.
     """
-    t = _ranks(tp, "tensor-parallel all_reduce")
+    t = _ranks(tp, "tensor-parallel all_reduce", "tp")
     d = _positive_int(d_model, "d_model", "features")
     n_tokens = _positive(tokens, "tokens", "tokens")
     flops = inference_flops_per_token(params_per_layer(d, d_ff, gated)) * n_tokens / t

@@ -49,7 +49,7 @@ from typing import Callable, Mapping
 
 from . import ops
 from ._checks import _positive, _positive_int
-from .hardware import GPUSpec, as_gpu
+from .hardware import GPUSpec, _gpu, _precision_key, as_gpu
 from .measure import _fmt_seconds
 from .roofline import PLAUSIBILITY_TOLERANCE, Roof, check_plausible
 from .roofline import roof as _as_roof
@@ -1118,8 +1118,11 @@ def measured_mfu(
     """
     f = _positive(model_flops, "model_flops", "FLOP")
     t = _positive(getattr(seconds, "median_s", seconds), "seconds", "seconds")
+    _precision_key(precision)
     if ceilings is None:
         raise TypeError("ceilings must be a MeasuredCeilings, a Roof, a GPUSpec or a GPU name, got None")
+    if isinstance(ceilings, str):
+        ceilings = _gpu(ceilings, "ceilings")
     try:
         the_roof = _as_roof(ceilings, precision)
     except TypeError:

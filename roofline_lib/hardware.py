@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from ._checks import _alias_index, _registry_lookup, _text
+
 __all__ = [
     "GIB",
     "PRECISIONS",
@@ -123,6 +125,18 @@ class GPUSpec:
                 )
         if not isinstance(self.source, str) or not self.source.strip():
             raise ValueError(f"source must say where the numbers come from, got {self.source!r}")
+        if isinstance(self.aliases, str) or not isinstance(self.aliases, (tuple, list)):
+            raise TypeError(
+                f"aliases must be a tuple of other names for the chip, such as ('h100',), "
+                f"got {type(self.aliases).__name__} {self.aliases!r}"
+            )
+        for alias in self.aliases:
+            _text(alias, "aliases", "a tuple of names, each")
+        object.__setattr__(self, "aliases", tuple(self.aliases))
+        _text(self.memory_kind, "memory_kind", "a memory kind such as 'HBM3'")
+        for attr in ("notes", "key"):
+            if not isinstance(getattr(self, attr), str):
+                raise TypeError(f"{attr} must be a string (empty for none), got {getattr(self, attr)!r}")
 
     @property
     def precisions(self) -> tuple[str, ...]:
@@ -188,6 +202,12 @@ def accelerator(
     with a hint ("did you mean TB/s?"): 2.0 means nothing as bytes per second. The result
     works wherever a GPU name does (``rl.decode_roofline(7e9, chip)``).
     """
+    if not isinstance(peak_flops_per_s, Mapping) or not peak_flops_per_s:
+        raise TypeError(
+            "peak_flops_per_s must map precision names to FLOP/s (dense), such as {'bf16': 400e12}, "
+            f"got {type(peak_flops_per_s).__name__} {peak_flops_per_s!r}"
+        )
+    _text(memory_kind, "memory_kind", "a memory kind such as 'HBM3'")
     return GPUSpec(
         name=name,
         hbm_bytes_per_s=hbm_bytes_per_s,
@@ -411,14 +431,7 @@ _REGISTRY: dict[str, GPUSpec] = {
     )
 }
 
-_ALIASES: dict[str, str] = {}
-for _key, _s in _REGISTRY.items():
-    for _name in (_key, _s.name.lower(), *_s.aliases):
-        _ALIASES[_name.lower()] = _key
-
-
-def _normalise(name: str) -> str:
-    return " ".join(name.strip().lower().replace("_", "-").split())
+_ALIASES = _alias_index(_REGISTRY)
 
 
 def known_gpus() -> tuple[str, ...]:
@@ -437,14 +450,12 @@ def gpu(name: str) -> GPUSpec:
     >>> gpu("h100").name
     'H100 SXM'
     """
-    if not isinstance(name, str):
-        raise TypeError(f"gpu name must be a string such as 'H100', got {type(name).__name__} {name!r}")
-    norm = _normalise(name)
-    for candidate in (norm, norm.replace(" ", "-"), norm.replace("-", " ")):
-        if candidate in _ALIASES:
-            return _REGISTRY[_ALIASES[candidate]]
-    known = ", ".join(f"{k} ({s.name})" for k, s in _REGISTRY.items())
-    raise ValueError(f"unknown GPU {name!r}; known GPUs: {known}")
+    return _gpu(name, "name")
+
+
+def _gpu(name, param: str) -> GPUSpec:
+    """:func:`gpu` for a caller whose parameter is called ``param`` (named in a refusal)."""
+    return _registry_lookup(name, _REGISTRY, _ALIASES, what="GPU", example="H100", param=param)
 
 
 def as_gpu(value) -> GPUSpec:

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from ._checks import _positive, _positive_int
+from ._checks import _alias_index, _positive, _positive_int, _registry_lookup
 from .hardware import GPUSpec, as_gpu
 from .hardware import registry as gpu_registry
 
@@ -253,25 +253,7 @@ _GPU_LINKS: dict[str, tuple[tuple[str, ...], str]] = {
     ),
 }
 
-_LINK_ALIASES: dict[str, str] = {}
-for _key, _s in _LINKS.items():
-    for _name in (_key, _s.name.lower(), *_s.aliases):
-        _LINK_ALIASES[_name.lower()] = _key
-
-
-def _normalise(name: str) -> str:
-    return " ".join(name.strip().lower().replace("_", "-").split())
-
-
-def _lookup(name, table: Mapping, aliases: Mapping[str, str], what: str, example: str):
-    if not isinstance(name, str):
-        raise TypeError(f"{what} name must be a string such as {example!r}, got {type(name).__name__} {name!r}")
-    norm = _normalise(name)
-    for candidate in (norm, norm.replace(" ", "-"), norm.replace("-", " ")):
-        if candidate in aliases:
-            return table[aliases[candidate]]
-    known = ", ".join(f"{k} ({s.name})" for k, s in table.items())
-    raise ValueError(f"unknown {what} {name!r}; known {what}s: {known}")
+_LINK_ALIASES = _alias_index(_LINKS)
 
 
 def known_links() -> tuple[str, ...]:
@@ -290,16 +272,23 @@ def link(name: str) -> LinkSpec:
     >>> link("nvlink 4").bytes_per_s
     450000000000.0
     """
-    return _lookup(name, _LINKS, _LINK_ALIASES, "link", "NVLink 4")
+    return _registry_lookup(name, _LINKS, _LINK_ALIASES, what="link", example="NVLink 4")
 
 
 def as_link(value) -> LinkSpec:
     """Accept a LinkSpec or a name; everything that takes ``link=`` goes through here."""
+    return _as_link(value, "value")
+
+
+def _as_link(value, param: str) -> LinkSpec:
+    """:func:`as_link` for a caller whose parameter is called ``param`` (named in a refusal)."""
     if isinstance(value, LinkSpec):
         return value
     if isinstance(value, str):
-        return link(value)
-    raise TypeError(f"link must be a LinkSpec or a link name such as 'NVLink 4', got {type(value).__name__} {value!r}")
+        return _registry_lookup(value, _LINKS, _LINK_ALIASES, what="link", example="NVLink 4", param=param)
+    raise TypeError(
+        f"link must be a LinkSpec or a link name such as 'NVLink 4', got {param}={value!r} ({type(value).__name__})"
+    )
 
 
 def gpu_links(gpu) -> tuple[LinkSpec, ...]:
@@ -424,10 +413,7 @@ _NODES: dict[str, NodeSpec] = {
     )
 }
 
-_NODE_ALIASES: dict[str, str] = {}
-for _key, _n in _NODES.items():
-    for _name in (_key, _n.name.lower(), *_n.aliases):
-        _NODE_ALIASES[_name.lower()] = _key
+_NODE_ALIASES = _alias_index(_NODES)
 
 
 def known_nodes() -> tuple[str, ...]:
@@ -442,4 +428,4 @@ def node_registry() -> Mapping[str, NodeSpec]:
 
 def node(name: str) -> NodeSpec:
     """Look a node up by name ("8x H100", "DGX H100", "8x-h100")."""
-    return _lookup(name, _NODES, _NODE_ALIASES, "node", "8x H100")
+    return _registry_lookup(name, _NODES, _NODE_ALIASES, what="node", example="8x H100")

@@ -228,8 +228,14 @@ def has_cuda() -> bool:
 
 
 def device_label(device) -> str:
-    """``"cpu"`` -> ``"CPU"``, ``"cuda"`` -> ``"GPU"``: the word a label or a title uses."""
-    return {"cpu": "CPU", "cuda": "GPU"}.get(str(device), str(device))
+    """``"cpu"`` -> ``"CPU"``, ``"cuda"`` -> ``"GPU"``: the word a label or a title uses.
+
+    ``device`` is a device name or a torch.device (its ``type``); another name is returned as it is.
+    """
+    name = str(device) if isinstance(getattr(device, "type", None), str) else device  # a torch.device
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"device must be a device name such as 'cpu' or 'cuda', got {type(device).__name__} {device!r}")
+    return {"cpu": "CPU", "cuda": "GPU"}.get(name, name)
 
 
 def resolve_device(device) -> str:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import _bytes_and_seconds, _efficiency, _positive
-from .hardware import GPUSpec, as_gpu
+from .hardware import GPUSpec, _gpu, as_gpu
 
 __all__ = [
     "PLAUSIBILITY_TOLERANCE",
@@ -236,13 +236,15 @@ def roof(source, precision: str = "bf16", memory: str = "hbm") -> Roof:
     """
     if isinstance(source, Roof):
         return source
-    if isinstance(source, (GPUSpec, str)):
+    if isinstance(source, str):
+        return Roof.of_gpu(_gpu(source, "source"), precision, memory)
+    if isinstance(source, GPUSpec):
         return Roof.of_gpu(source, precision, memory)
     if hasattr(source, "flops_per_s") and hasattr(source, "bytes_per_s"):
         return Roof.measured(source)
     raise TypeError(
         "a roof must be a Roof, a GPU (a GPUSpec or a registry name) or a MeasuredCeilings, "
-        f"got {type(source).__name__} {source!r}"
+        f"got source={source!r} ({type(source).__name__})"
     )
 
 

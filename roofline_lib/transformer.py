@@ -620,6 +620,8 @@ def model_config(name, *, seq_len=None) -> TransformerConfig:
     """
     if not isinstance(name, str):
         raise TypeError(f"model name must be a string such as 'llama-3-8b', got {type(name).__name__} {name!r}")
+    if not name.strip():
+        raise ValueError(f"name must name a shipped model, such as 'llama-3-8b', got an empty string {name!r}")
     table = _published_table()
     key = name.strip().lower().replace("_", "-").replace(" ", "-")
     if key not in table:

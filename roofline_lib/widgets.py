@@ -595,7 +595,7 @@ def collective_explorer(
     """
     from . import comms, interconnect
 
-    spec = interconnect.as_link(link)
+    spec = interconnect._as_link(link, "link")
     n0 = _positive_int(n_ranks, "n_ranks", "ranks")
     s0 = _positive(message_bytes, "message_bytes", "bytes")
     alpha = _positive(alpha_seconds, "alpha_seconds", "seconds")
