@@ -170,6 +170,20 @@ def _gpu_dropdown(spec) -> w.Dropdown:
     )
 
 
+def _log_slider(value: float, log10_range: tuple[float, float], description: str) -> w.FloatLogSlider:
+    """A base-10 log slider over ``10**log10_range``, read out to three figures, updated on release."""
+    return w.FloatLogSlider(
+        value=value,
+        base=10,
+        min=log10_range[0],
+        max=log10_range[1],
+        step=0.01,
+        description=description,
+        readout_format=".3g",
+        continuous_update=False,
+    )
+
+
 def _choices(initial: int, options=_POWERS_OF_TWO) -> tuple[int, ...]:
     return tuple(sorted(set(options) | {initial}))
 
@@ -211,16 +225,7 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
             description="precision",
             layout=w.Layout(width="12em"),
         ),
-        "intensity": w.FloatLogSlider(
-            value=x0,
-            base=10,
-            min=_INTENSITY_LOG10[0],
-            max=_INTENSITY_LOG10[1],
-            step=0.01,
-            description="FLOP/byte",
-            readout_format=".3g",
-            continuous_update=False,
-        ),
+        "intensity": _log_slider(x0, _INTENSITY_LOG10, "FLOP/byte"),
     }
     fig, ax = _figure()
     xs = np.geomspace(lo, hi, 200)
@@ -484,26 +489,8 @@ def mfu_explorer(
 
     controls = {
         "gpu": _gpu_dropdown(spec),
-        "n_params": w.FloatLogSlider(
-            value=n0,
-            base=10,
-            min=7,
-            max=12.5,
-            step=0.01,
-            description="params",
-            readout_format=".3g",
-            continuous_update=False,
-        ),
-        "tokens_per_s": w.FloatLogSlider(
-            value=r0,
-            base=10,
-            min=1,
-            max=9,
-            step=0.01,
-            description="tokens/s",
-            readout_format=".3g",
-            continuous_update=False,
-        ),
+        "n_params": _log_slider(n0, (7, 12.5), "params"),
+        "tokens_per_s": _log_slider(r0, (1, 9), "tokens/s"),
         "n_gpus": w.SelectionSlider(
             options=_choices(g0, tuple(2**k for k in range(0, 15))),
             value=g0,
@@ -621,16 +608,7 @@ def collective_explorer(
             description="ranks",
             continuous_update=False,
         ),
-        "message_bytes": w.FloatLogSlider(
-            value=s0,
-            base=10,
-            min=_MESSAGE_LOG10[0],
-            max=_MESSAGE_LOG10[1],
-            step=0.01,
-            description="bytes",
-            readout_format=".3g",
-            continuous_update=False,
-        ),
+        "message_bytes": _log_slider(s0, _MESSAGE_LOG10, "bytes"),
     }
     fig, ax = _figure()
     sizes = np.geomspace(lo, hi, 200)
