@@ -109,3 +109,19 @@ def test_bad_values_are_refused_with_parameter_and_unit():
         dataclasses.replace(node, n_gpus=0)
     with pytest.raises(TypeError, match="scale_out must be a LinkSpec"):
         dataclasses.replace(node, scale_out="ib-hdr")
+
+
+def test_a_name_given_for_another_parameter_is_named_in_the_refusal():
+    # collective_cost takes a link name in place of bytes_per_s; an unknown one says which input it was
+    with pytest.raises(
+        ValueError, match=r"unknown link 'token ring'.*\(bytes_per_s='token ring' was read as a link name\)"
+    ):
+        rl.collective_cost("all_reduce", 1e8, 8, 5e-6, "token ring")
+    with pytest.raises(ValueError, match="name must name a link"):
+        rl.link("  ")
+    with pytest.raises(ValueError, match="name must name a GPU"):
+        rl.gpu("")
+    # the three registries answer to the same spellings: case, '_' for '-', a space for '-'
+    assert rl.link("NVLINK_4") is rl.link("nvlink 4") is rl.link("nvlink4")
+    assert rl.node("8X_H100") is rl.node("8x h100")
+    assert rl.gpu("H100_SXM") is rl.gpu("h100-sxm")
