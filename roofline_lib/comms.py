@@ -199,11 +199,22 @@ class CollectiveCost:
         )
 
 
+# A number below this is a bandwidth typed in GB/s or TB/s: the slowest link the course models,
+# 1 Gb Ethernet, moves 125e6 B/s, so 1 MB/s leaves two orders of magnitude of room.
+_SLOWEST_LINK_BYTES_PER_S = 1e6
+
+
 def _bandwidth(value, name: str = "bytes_per_s") -> float:
     """A link bandwidth given as bytes/s, a LinkSpec or a link name; ``name`` is the caller's parameter."""
     if isinstance(value, (LinkSpec, str)):
         return _as_link(value, name).bytes_per_s
-    return _positive(value, name, "bytes per second (one direction)")
+    bytes_per_s = _positive(value, name, "bytes per second (one direction)")
+    if bytes_per_s < _SLOWEST_LINK_BYTES_PER_S:
+        raise ValueError(
+            f"{name} must be in bytes per second, got {value!r}, below 1e6 (1 MB/s) which no link is: "
+            "did you mean GB/s? (write 50e9 for 50 GB/s, or pass a link name such as 'NVLink 4')"
+        )
+    return bytes_per_s
 
 
 def collective_cost(

@@ -313,3 +313,15 @@ def test_collective_explorer_reads_the_library_and_refuses_bad_input():
         widgets.collective_explorer(link="token ring")
     with pytest.raises(ValueError, match="n_ranks must be at least 2"):
         widgets.collective_explorer(n_ranks=1)
+
+
+def test_a_bandwidth_typed_in_gb_per_s_is_refused_with_a_unit_hint():
+    # 7 "bytes per second" for a link is a figure in GB/s or TB/s: 50 GB/s is 50e9
+    for call in (
+        lambda: rl.collective_seconds("all_reduce", 1e6, 4, 1e-6, 7),
+        lambda: rl.network_ridge("H100", 7),
+        lambda: rl.network_roof("H100", 400),
+    ):
+        with pytest.raises(ValueError, match=r"did you mean GB/s"):
+            call()
+    assert rl.collective_seconds("all_reduce", 1e6, 4, 0.0, 1e6) > 0  # 1 MB/s itself is accepted
