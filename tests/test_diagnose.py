@@ -334,16 +334,18 @@ def test_live_mixed_program_has_no_majority(cpu_roof):
     while rl.gemm(m, 1024, 1024, bytes_per_elem=4).intensity < 4 * cpu_roof.ridge:
         m *= 2
     W, X = torch.randn(1024, 1024), torch.randn(m, 1024)
-    x, y = torch.randn(2**22), torch.randn(2**22)
+    x, y, z = torch.randn(2**22), torch.randn(2**22), torch.empty(2**22)
     parts = {
         "compute": lambda: torch.mm(X, W),
-        "memory": lambda: x * y,  # 1 FLOP per 12 bytes
+        # 1 FLOP per 12 bytes, into a buffer written before: no fresh pages to fault in on each rep,
+        # whose cost swings from run to run and kept the balance below from settling
+        "memory": lambda: torch.mul(x, y, out=z),
         "overhead": lambda: sum(i * i for i in range(20_000)),  # host-side Python: the device waits
     }
 
     # Each part lands in one pile (the host-side Python is wall time outside every op). How long a
     # rep of each takes swings on a shared machine, so the reps are balanced from the last profile
-    # of the program itself, up to four times; the shares of a balanced run need a 2x swing between
+    # of the program itself, up to six times; the shares of a balanced run need a 2x swing between
     # parts to tip into a majority. Interleaving the parts makes load that comes and goes hit all.
     reps = dict.fromkeys(parts, 1)
 
@@ -353,7 +355,7 @@ def test_live_mixed_program_has_no_majority(cpu_roof):
                 for _ in range(reps[k]):
                     fn()
 
-    for _ in range(4):
+    for _ in range(6):
         d = D.diagnose(_run(program), roof=cpu_roof)
         if d.regime == "mixed":
             break
