@@ -272,7 +272,7 @@ def _count(name: str, shapes, dtypes):
                 out = count.flops / (2 * (a[-1] if op not in ("mv", "addmv") else a[1]))
                 count = count + ops.OpCount(out, _numel(bias) * eb)
             return count, "matmul", precision
-        if op in _ELEMENTWISE:
+        if op in _ELEMENTWISE or (op.endswith("_") and op[:-1] in _ELEMENTWISE):  # add_, clamp_min_: in place
             inplace = op.endswith("_")
             out_shape = shape0 if inplace else _broadcast([s for s, _, _ in tensors])
             n_out = _numel(out_shape)
@@ -502,10 +502,18 @@ def read_trace(trace, *, allow_empty: bool = False) -> Trace:
     for e in cpu:
         args = e.get("args", {})
         counts[id(e)] = count_op(str(e.get("name")), args.get("Input Dims"), args.get("Input type"))
+
     # A composite op hands its work to the ops it calls (softmax -> _softmax, linear -> addmm):
-    # its own self time is dispatch. It is composite when it has no formula and calls counted
-    # work, or when one op it calls moves at least half the bytes its own count says it moves.
-    # (x * 1.5 calls a copy of the scalar 1.5: 4 bytes against megabytes, so mul keeps its work.)
+    # its own self time is dispatch. It is composite when it spends less time itself than in the
+    # ops it calls, and either has no formula while calling counted work, or calls an op that moves
+    # at least half the bytes its own count says it moves. (x * 1.5 calls a copy of the scalar 1.5:
+    # 4 bytes against megabytes, so mul keeps its work. A fused op with no formula, such as
+    # _addmm_activation, or an addmm that copies its bias into the output first, runs its GEMM in
+    # its own self time: that time is work, counted or unclassified, never overhead.)
+    def _hands_off(e) -> bool:
+        own_seconds = float(e.get("dur", 0.0)) - child_time.get(id(e), 0.0)
+        return own_seconds <= child_time.get(id(e), 0.0)
+
     composite: set[int] = set()
     for e in cpu:
         c = counts[id(e)]
@@ -514,7 +522,7 @@ def read_trace(trace, *, allow_empty: bool = False) -> Trace:
         p = parent[id(e)]
         while p is not None:
             own = counts[id(p)]
-            if own is None or (own[1] and c[1] >= 0.5 * own[1]):
+            if _hands_off(p) and (own is None or (own[1] and c[1] >= 0.5 * own[1])):
                 composite.add(id(p))
             p = parent[id(p)]
 

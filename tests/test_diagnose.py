@@ -400,3 +400,33 @@ def test_measured_mfu_names_its_parameters_when_refusing():
         D.measured_mfu(0, 1.0, TOY)
     with pytest.raises(ValueError, match="has no fp8"):
         D.measured_mfu(1e9, 1.0, "A100", precision="fp8")
+
+
+def test_a_fused_op_without_a_formula_is_unclassified_work_not_dispatch():
+    # A CPU trace (no kernels): op self time = its duration less its children's.
+    # _addmm_activation (no formula) runs its GEMM itself for 950 us and calls a 50 us clamp_min_:
+    # its own 950 us is work nobody can count -> unclassified, not "ops that move no data".
+    # linear (no formula) spends 20 us dispatching a 500 us addmm -> dispatch, as before.
+    def op(name, dims, types, ts, dur):
+        args = {"Input Dims": dims, "Input type": types}
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+    f32 = "float"
+    x, w, b = [4096, 1024], [1024, 1024], [1024]
+    trace = {
+        "schemaVersion": 1,
+        "traceEvents": [
+            op("aten::_addmm_activation", [b, x, w], [f32, f32, f32], 0.0, 1000.0),
+            op("aten::clamp_min_", [[4096, 1024], []], [f32, "Scalar"], 950.0, 50.0),
+            op("aten::linear", [x, w, b], [f32, f32, f32], 1000.0, 520.0),
+            op("aten::addmm", [b, x, w], [f32, f32, f32], 1010.0, 500.0),
+        ],
+    }
+    rows = {r.name: r for r in D.read_trace(trace).rows}
+    assert rows["aten::_addmm_activation"].flops is None  # unclassified: no formula for this op
+    assert rows["aten::_addmm_activation"].seconds == pytest.approx(950e-6)  # 1000 - 50 us of self time
+    assert rows["aten::linear"].family == "dispatch" and rows["aten::linear"].seconds == pytest.approx(20e-6)
+    assert rows["aten::addmm"].family == "matmul"
+    # an in-place element-wise op is counted like its out-of-place form: 4096 * 1024 values, 1 FLOP
+    # each, read and written in place: 2 * 4 bytes per value
+    assert rows["aten::clamp_min_"].flops == 4096 * 1024 and rows["aten::clamp_min_"].bytes_moved == 8 * 4096 * 1024
