@@ -808,8 +808,9 @@ class Diagnosis:
         return "\n".join([head, *(f"  - {line}" for line in self.evidence), f"  next: {self.remedy}"])
 
 
-def _roof_for(row: OpStat, roof_arg, trace: Trace, precision, cache) -> Roof:
-    """The roof a row is placed against: the caller's, or the trace's GPU in the row's precision."""
+def _roof_for(row: OpStat, roof_arg, trace: Trace, precision, cache) -> Roof | None:
+    """The roof a row is placed against: the caller's, or the trace's GPU in the row's precision
+    (None when the GPU has no roof in that precision: the row is then unclassified)."""
     source = roof_arg
     if source is None:
         if trace.timeline != "device":
@@ -826,6 +827,8 @@ def _roof_for(row: OpStat, roof_arg, trace: Trace, precision, cache) -> Roof:
     if isinstance(source, (GPUSpec, str)):
         spec = as_gpu(source) if not isinstance(source, GPUSpec) else source
         p = precision or row.precision or "fp32"
+        if precision is None and p not in spec.precisions:  # an fp64 op: no roof in the registry to place it under
+            return None
         key = (spec.name, p)
         if key not in cache:
             cache[key] = Roof.of_gpu(spec, p)
@@ -937,8 +940,10 @@ def diagnose(
             "counted": r.counted,
             "work": bool(r.counted and (r.flops or r.bytes_moved)),
         }
+        the_roof = _roof_for(r, roof, trace, precision, roofs) if facts["work"] else None
+        if facts["work"] and the_roof is None:
+            facts["counted"] = facts["work"] = False  # counted, but no roof in its precision
         if facts["work"]:
-            the_roof = _roof_for(r, roof, trace, precision, roofs)
             if the_roof not in used_roofs:
                 used_roofs.append(the_roof)
             facts["ridge"] = r.flops < the_roof.ridge * r.bytes_moved  # intensity below the ridge

@@ -430,3 +430,15 @@ def test_a_fused_op_without_a_formula_is_unclassified_work_not_dispatch():
     # an in-place element-wise op is counted like its out-of-place form: 4096 * 1024 values, 1 FLOP
     # each, read and written in place: 2 * 4 bytes per value
     assert rows["aten::clamp_min_"].flops == 4096 * 1024 and rows["aten::clamp_min_"].bytes_moved == 8 * 4096 * 1024
+
+
+def test_a_gpu_op_in_a_precision_the_registry_has_no_roof_for_is_unclassified():
+    # an optimizer-style fp64 add_ beside bf16 GEMMs: the H100 entry has no fp64 roof, so the add_
+    # cannot be placed; it is unclassified instead of failing the whole diagnosis
+    add64 = ("aten::add_", [[2**20], [2**20]], ["double", "double"])
+    trace = _trace([(*_gemm(4096, 4096, 4096), 0.0, 200.0), (*add64, 200.0, 10.0)])
+    d = D.diagnose(trace)
+    assert d.regime == "compute"
+    assert d.shares["unclassified"] == pytest.approx(10.0 / 210.0)
+    with pytest.raises(ValueError, match="fp64"):
+        D.diagnose(trace, precision="fp64")  # asked for by name, a missing roof is still an error
