@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from types import MappingProxyType
 
 __all__: list[str] = []
 
@@ -195,3 +196,30 @@ def _registry_lookup(name, table, index, *, what: str, example: str, param: str 
     known = ", ".join(f"{k} ({s.name})" for k, s in table.items())
     read_as = "" if param == "name" else f" ({param}={name!r} was read as a {what} name)"
     raise ValueError(f"unknown {what} {name!r}; known {what}s: {known}{read_as}")
+
+
+class _Registry:
+    """One registry: its specs by key, and the index of every spelling they answer to.
+
+    The GPU, link and node registries are each one of these; their public functions (``gpu``,
+    ``known_links``, ``node_registry``...) are one call each. ``what`` names the kind of spec in a
+    refusal ("GPU", "link", "node") and ``example`` is a name the registry knows.
+    """
+
+    def __init__(self, specs, *, what: str, example: str):
+        self._specs = specs
+        self._index = _alias_index(specs)
+        self._what = what
+        self._example = example
+
+    def keys(self) -> tuple[str, ...]:
+        """The keys, in the order of the table."""
+        return tuple(self._specs)
+
+    def view(self):
+        """A read-only view of the whole table."""
+        return MappingProxyType(self._specs)
+
+    def lookup(self, name, param: str = "name"):
+        """The spec ``name`` spells (see :func:`_registry_lookup`); ``param`` is the caller's parameter."""
+        return _registry_lookup(name, self._specs, self._index, what=self._what, example=self._example, param=param)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from ._checks import _alias_index, _registry_lookup, _text
+from ._checks import _Registry, _text
 
 __all__ = [
     "GIB",
@@ -431,17 +431,17 @@ _REGISTRY: dict[str, GPUSpec] = {
     )
 }
 
-_ALIASES = _alias_index(_REGISTRY)
+_GPUS = _Registry(_REGISTRY, what="GPU", example="H100")
 
 
 def known_gpus() -> tuple[str, ...]:
     """Registry keys, in a stable order."""
-    return tuple(_REGISTRY)
+    return _GPUS.keys()
 
 
 def registry() -> Mapping[str, GPUSpec]:
     """A read-only view of the whole registry."""
-    return MappingProxyType(_REGISTRY)
+    return _GPUS.view()
 
 
 def gpu(name: str) -> GPUSpec:
@@ -455,7 +455,7 @@ def gpu(name: str) -> GPUSpec:
 
 def _gpu(name, param: str) -> GPUSpec:
     """:func:`gpu` for a caller whose parameter is called ``param`` (named in a refusal)."""
-    return _registry_lookup(name, _REGISTRY, _ALIASES, what="GPU", example="H100", param=param)
+    return _GPUS.lookup(name, param)
 
 
 def as_gpu(value) -> GPUSpec:

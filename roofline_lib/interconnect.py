@@ -25,9 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
-from ._checks import _alias_index, _positive, _positive_int, _registry_lookup
+from ._checks import _positive, _positive_int, _Registry
 from .hardware import GPUSpec, as_gpu
 from .hardware import registry as gpu_registry
 
@@ -88,18 +87,9 @@ class LinkSpec:
         return 8 * self.bytes_per_s
 
 
-def _link(key, name, *, kind, bytes_per_s, lanes, per, source, aliases=(), notes="") -> LinkSpec:
-    return LinkSpec(
-        name=name,
-        kind=kind,
-        bytes_per_s=bytes_per_s,
-        lanes=lanes,
-        per=per,
-        source=source,
-        aliases=tuple(aliases),
-        notes=notes,
-        key=key,
-    )
+def _link(key, name, **fields) -> LinkSpec:
+    """A registry entry: its key and name first, then the LinkSpec fields by keyword."""
+    return LinkSpec(name=name, key=key, **fields)
 
 
 _PER_GPU = "GPU (all its links of this kind together)"
@@ -253,17 +243,17 @@ _GPU_LINKS: dict[str, tuple[tuple[str, ...], str]] = {
     ),
 }
 
-_LINK_ALIASES = _alias_index(_LINKS)
+_LINK_REGISTRY = _Registry(_LINKS, what="link", example="NVLink 4")
 
 
 def known_links() -> tuple[str, ...]:
     """Link keys, in a stable order (NVLink, then PCIe, then InfiniBand)."""
-    return tuple(_LINKS)
+    return _LINK_REGISTRY.keys()
 
 
 def link_registry() -> Mapping[str, LinkSpec]:
     """A read-only view of every link."""
-    return MappingProxyType(_LINKS)
+    return _LINK_REGISTRY.view()
 
 
 def link(name: str) -> LinkSpec:
@@ -272,7 +262,7 @@ def link(name: str) -> LinkSpec:
     >>> link("nvlink 4").bytes_per_s
     450000000000.0
     """
-    return _registry_lookup(name, _LINKS, _LINK_ALIASES, what="link", example="NVLink 4")
+    return _LINK_REGISTRY.lookup(name)
 
 
 def as_link(value) -> LinkSpec:
@@ -285,7 +275,7 @@ def _as_link(value, param: str) -> LinkSpec:
     if isinstance(value, LinkSpec):
         return value
     if isinstance(value, str):
-        return _registry_lookup(value, _LINKS, _LINK_ALIASES, what="link", example="NVLink 4", param=param)
+        return _LINK_REGISTRY.lookup(value, param)
     raise TypeError(
         f"link must be a LinkSpec or a link name such as 'NVLink 4', got {param}={value!r} ({type(value).__name__})"
     )
@@ -413,19 +403,19 @@ _NODES: dict[str, NodeSpec] = {
     )
 }
 
-_NODE_ALIASES = _alias_index(_NODES)
+_NODE_REGISTRY = _Registry(_NODES, what="node", example="8x H100")
 
 
 def known_nodes() -> tuple[str, ...]:
     """Node keys, in a stable order."""
-    return tuple(_NODES)
+    return _NODE_REGISTRY.keys()
 
 
 def node_registry() -> Mapping[str, NodeSpec]:
     """A read-only view of every node."""
-    return MappingProxyType(_NODES)
+    return _NODE_REGISTRY.view()
 
 
 def node(name: str) -> NodeSpec:
     """Look a node up by name ("8x H100", "DGX H100", "8x-h100")."""
-    return _registry_lookup(name, _NODES, _NODE_ALIASES, what="node", example="8x H100")
+    return _NODE_REGISTRY.lookup(name)
