@@ -431,6 +431,16 @@ def convert_text(text: str, name: str = "<notebook>") -> str:
     return result
 
 
+def _prose_keys(cell: Cell) -> list[str | None]:
+    """The keys a code cell's ``prose(key, ...)`` calls set; None for each key it computes."""
+    keys: list[str | None] = []
+    for node in ast.walk(ast.parse(_masked("".join(cell.body)))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "prose" and node.args:
+            arg = node.args[0]
+            keys.append(arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None)
+    return keys
+
+
 def check_order(text: str, name: str = "<notebook>") -> None:
     """Every ``{eval}`prose["key..."]``` must come after a cell that sets ``key``.
 
@@ -439,26 +449,19 @@ def check_order(text: str, name: str = "<notebook>") -> None:
     A notebook that sets keys it computes (``prose(f"tok_{name}", ...)``) is checked only up to
     its first such call.
     """
+    cells = split_cells(text)
+    keys_of = [_prose_keys(cell) if cell.kind == "code" else [] for cell in cells]
+    later: dict[str, int] = {}  # the first cell that sets each key
+    for cell, keys in zip(cells, keys_of):
+        for key in keys:
+            if key is not None:
+                later.setdefault(key, cell.start)
     known: set[str] = set()
     computed_keys = False
-    later: dict[str, int] = {}
-    cells = split_cells(text)
-    for cell in cells:
+    for cell, keys in zip(cells, keys_of):
         if cell.kind == "code":
-            for node in ast.walk(ast.parse(_masked("".join(cell.body)))):
-                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "prose" and node.args:
-                    arg = node.args[0]
-                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                        later.setdefault(arg.value, cell.start)
-    for cell in cells:
-        if cell.kind == "code":
-            for node in ast.walk(ast.parse(_masked("".join(cell.body)))):
-                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "prose" and node.args:
-                    arg = node.args[0]
-                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                        known.add(arg.value)
-                    else:
-                        computed_keys = True
+            known.update(key for key in keys if key is not None)
+            computed_keys = computed_keys or None in keys
             continue
         if computed_keys:
             continue
