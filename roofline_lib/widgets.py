@@ -10,7 +10,12 @@ ends with ``roofline_explorer()`` shows it. For tests and for the curious it als
 * ``.readout`` - an HTML widget whose ``.value`` is the sentence the numbers make;
 * ``.figure`` - the persistent matplotlib Figure (updated in place, never re-created);
 * ``.result`` - the numbers behind the readout: a dict (roofline), the library's record
-  (decode, FLOP shares) or the MFU fraction; ``None`` while the readout shows an error.
+  (decode, FLOP shares) or the MFU fraction; ``None`` while the readout shows an error;
+* ``.site_attributes`` / ``.site_html()`` - the ``data-*`` attributes, and the
+  ``<div class="roofline-explorer" ...>`` element, that start the website's kernel-free explorer
+  (``book/_static/roofline-explorer.js``) where this one stands now. The still picture a static
+  page shows (``_repr_mimebundle_``'s ``text/html``) carries that element, so a chapter never
+  types those numbers itself.
 
 Every number comes from the library (``roofline``, ``inference``, ``training``,
 ``transformer``); the explorers only arrange it. Without an IPython kernel the figure is still
@@ -64,7 +69,11 @@ class Explorer(w.VBox):
         *,
         title: str,
         hooks: dict[str, Callable[[object], None]] | None = None,
+        site_mode: str | None = None,
+        site_state: Callable[[], dict[str, object]] | None = None,
     ):
+        if (site_mode is None) != (site_state is None):
+            raise ValueError("site_mode and site_state go together: give both (a website explorer) or neither")
         self.controls = controls
         self.figure = figure
         self.readout = w.HTML(layout=w.Layout(min_height="2.6em"))
@@ -75,6 +84,8 @@ class Explorer(w.VBox):
         self._recompute = recompute
         self._hooks = dict(hooks or {})  # name -> run before the redraw when that control changes
         self._quiet = False  # set while a hook rewrites another control, so the redraw happens once
+        self._site_mode = site_mode  # the JS explorer's data-mode
+        self._site_state = site_state  # -> its other data-* values, read from the current controls
         super().__init__(
             [
                 w.HTML(f"<b>{html.escape(title)}</b>"),
@@ -97,12 +108,36 @@ class Explorer(w.VBox):
         sentence = html.unescape(re.sub(r"<[^>]+>", "", self.readout.value))
         return f"{self._title}: {self.figure.axes[0].get_title()}. {sentence}".strip()
 
+    @property
+    def site_attributes(self) -> dict[str, str]:
+        """The website explorer's attributes for the controls' current values, as strings.
+
+        Keys are the attribute names (``data-mode``, ``data-gpu``, ...); values are what the
+        JavaScript reads: numbers in a form ``Number()`` parses back to the same value, booleans as
+        ``true``/``false``. Empty for an explorer with no website counterpart.
+        """
+        if self._site_mode is None:
+            return {}
+        attrs = {"data-mode": self._site_mode}
+        for name, value in self._site_state().items():
+            attrs["data-" + name.replace("_", "-")] = _attribute(value, name)
+        return attrs
+
+    def site_html(self) -> str:
+        """The ``<div class="roofline-explorer" ...>`` that starts the website explorer here ("" if none)."""
+        attrs = self.site_attributes
+        if not attrs:
+            return ""
+        pairs = "".join(f' {name}="{html.escape(value, quote=True)}"' for name, value in attrs.items())
+        return f'<div class="roofline-explorer"{pairs}></div>'
+
     def _repr_mimebundle_(self, **kwargs):
         """The live widget for JupyterLab, plus a still picture of it for a page with no kernel.
 
         JupyterLab draws the widget view. A static page (myst-nb is told to skip widget views)
         shows the ``text/html``: the figure as it was when the page was built, with alt text and
-        one line saying where the controls are live.
+        one line saying where the controls are live, followed by the element from which the
+        page's script builds the kernel-free explorer, starting from the same control values.
         """
         data = super()._repr_mimebundle_(**kwargs)
         if data is not None and self.last_png:
@@ -112,7 +147,7 @@ class Explorer(w.VBox):
                 f'<img src="data:image/png;base64,{png}" alt="{html.escape(self.alt_text)}">'
                 "<figcaption>A snapshot taken when this page was built. Its controls are live in the "
                 "notebook (<code>make lab</code>); on this page, the kernel-free explorer is.</figcaption>"
-                "</figure>"
+                "</figure>" + self.site_html()
             )
         return data
 
@@ -201,6 +236,47 @@ def _error(message: str) -> str:
     return f"<span style='color:#b00020'>{html.escape(message)}</span>"
 
 
+_EXACT_INT = 2**53  # below this a whole float converts to int and back without loss (and so does JS)
+
+
+def _attribute(value, name: str) -> str:
+    """One website-explorer attribute value as the JavaScript reads it.
+
+    ``True`` -> ``"true"``; a whole number -> its digits (``6738415616.0`` -> ``"6738415616"``);
+    any other float -> Python's shortest round-trip form (``5e-06``, ``2.6875``), which JavaScript's
+    ``Number()`` reads back to the same double; a string as it is (escaped when written out).
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        x = float(value)
+        if not np.isfinite(x):
+            raise ValueError(f"{name} must be a finite number for the website explorer, got {value!r}")
+        return str(int(x)) if x.is_integer() and abs(x) < _EXACT_INT else repr(x)
+    raise TypeError(f"{name} must be a number, a string or a bool for the website explorer, got {value!r}")
+
+
+def _log_axes(ax, xlabel: str, ylabel: str, *, xlim=None, x_base: int = 10, x_ticks=_plain, y_ticks=_plain) -> None:
+    """The log-log axes the explorers share: scales, optional x range, tick labels, titles, grid.
+
+    ``x_ticks``/``y_ticks`` format the tick labels (``None`` keeps matplotlib's powers of ten).
+    """
+    ax.set_xscale("log", base=x_base)
+    ax.set_yscale("log")
+    if xlim is not None:
+        ax.set_xlim(*xlim)
+    for axis, ticks in ((ax.xaxis, x_ticks), (ax.yaxis, y_ticks)):
+        if ticks is not None:
+            axis.set_major_formatter(FuncFormatter(ticks))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+
+
 # --------------------------------------------------------------------------- roofline
 
 
@@ -233,14 +309,7 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
     ridge_line = ax.axvline(1.0, ls=":", color="C0", lw=1)
     ridge_label = ax.text(1.0, 1.0, "", fontsize=8, color="C0")
     (kernel_dot,) = ax.plot([x0], [1.0], "o", color="C3", ms=8, label="your kernel")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.xaxis.set_major_formatter(FuncFormatter(_plain))
-    ax.yaxis.set_major_formatter(FuncFormatter(_plain))
-    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-    ax.set_ylabel("attainable TFLOP/s")
-    ax.grid(True, alpha=0.3)
+    _log_axes(ax, "arithmetic intensity (FLOP/byte)", "attainable TFLOP/s", xlim=(lo, hi))
 
     def recompute() -> None:
         chip = as_gpu(controls["gpu"].value)
@@ -280,7 +349,22 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
             current if chip.has(current) else ("bf16" if chip.has("bf16") else chip.precisions[0])
         )
 
-    explorer = Explorer(controls, fig, recompute, title="Roofline explorer", hooks={"gpu": on_gpu})
+    def site_state() -> dict[str, object]:
+        return {
+            "gpu": controls["gpu"].value,
+            "precision": controls["precision"].value,
+            "intensity": controls["intensity"].value,
+        }
+
+    explorer = Explorer(
+        controls,
+        fig,
+        recompute,
+        title="Roofline explorer",
+        hooks={"gpu": on_gpu},
+        site_mode="intensity",
+        site_state=site_state,
+    )
     explorer.update()
     return explorer
 
@@ -340,13 +424,13 @@ def decode_explorer(
     fig, ax = _figure()
     (curve,) = ax.plot(batches, batches, "-", lw=2, color="C0")
     (dot,) = ax.plot([b0], [1.0], "o", color="C3", ms=8)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(_plain))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: _fmt(v)))
-    ax.set_xlabel("batch (sequences decoded together)")
-    ax.set_ylabel("tokens/s ceiling (all sequences)")
-    ax.grid(True, alpha=0.3)
+    _log_axes(
+        ax,
+        "batch (sequences decoded together)",
+        "tokens/s ceiling (all sequences)",
+        x_base=2,
+        y_ticks=lambda v, _p: _fmt(v),
+    )
 
     def recompute() -> None:
         chip = as_gpu(controls["gpu"].value)
@@ -380,7 +464,20 @@ def decode_explorer(
             f"{n_tokens} tokens per sequence take at least {generate_s:.3g} s.{warning}"
         )
 
-    explorer = Explorer(controls, fig, recompute, title="Decode ceiling explorer")
+    def site_state() -> dict[str, object]:
+        """The page's decode explorer reads weights in its precision's width: name that precision."""
+        name = controls["model"].value
+        state = {
+            "gpu": controls["gpu"].value,
+            "precision": inference.precision_for_bytes(controls["bytes_per_param"].value),
+        }
+        state.update({"n_params": n} if name is None else {"model": name})
+        state["batch"] = controls["batch"].value
+        return state
+
+    explorer = Explorer(
+        controls, fig, recompute, title="Decode ceiling explorer", site_mode="decode", site_state=site_state
+    )
     explorer.update()
     return explorer
 
@@ -461,7 +558,18 @@ def flop_share_explorer(
             + f". The largest share is <b>{largest}</b>."
         )
 
-    explorer = Explorer(controls, fig, recompute, title="Where the FLOPs go")
+    def site_state() -> dict[str, object]:
+        return {
+            "d_model": controls["d_model"].value,
+            "seq_len": controls["seq_len"].value,
+            "n_layers": layers,
+            "vocab": v,
+            "ffn_ratio": ratio,
+            "gated": bool(gated),
+            "causal": bool(causal),
+        }
+
+    explorer = Explorer(controls, fig, recompute, title="Where the FLOPs go", site_mode="flops", site_state=site_state)
     explorer.update()
     return explorer
 
@@ -547,7 +655,17 @@ def mfu_explorer(
                 f"{cards} x {_fmt(chip.peak_flops_per_s(precision) / _TERA)} TFLOP/s dense {precision}."
             )
 
-    explorer = Explorer(controls, fig, recompute, title="MFU explorer")
+    def site_state() -> dict[str, object]:
+        return {
+            "gpu": controls["gpu"].value,
+            "precision": precision,
+            "n_params": controls["n_params"].value,
+            "tokens_per_s": controls["tokens_per_s"].value,
+            "n_gpus": controls["n_gpus"].value,
+            "convention": "6N",  # the numerator this explorer uses: training.mfu's 6 x N per token
+        }
+
+    explorer = Explorer(controls, fig, recompute, title="MFU explorer", site_mode="mfu", site_state=site_state)
     explorer.update()
     return explorer
 
@@ -616,12 +734,7 @@ def collective_explorer(
     (limits,) = ax.plot(sizes, sizes, ls="--", lw=1, color="0.5", label="latency and link limits")
     cross_line = ax.axvline(1.0, ls=":", color="C0", lw=1)
     (dot,) = ax.plot([s0], [1.0], "o", color="C3", ms=8, label="your message")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("bus bandwidth (GB/s)")
-    ax.grid(True, alpha=0.3)
+    _log_axes(ax, "message size (bytes)", "bus bandwidth (GB/s)", xlim=(lo, hi), x_ticks=None, y_ticks=None)
     ax.legend(fontsize=7, loc="lower right")
 
     def recompute() -> None:
@@ -655,6 +768,19 @@ def collective_explorer(
             f"{_fmt(crossover)} bytes."
         )
 
-    explorer = Explorer(controls, fig, recompute, title="Collective cost explorer")
+    def site_state() -> dict[str, object]:
+        name, algo = controls["collective"].value
+        return {
+            "link": controls["link"].value,
+            "n_ranks": controls["n_ranks"].value,
+            "message_bytes": controls["message_bytes"].value,
+            "alpha_seconds": alpha,
+            "collective": name,
+            "algorithm": algo,
+        }
+
+    explorer = Explorer(
+        controls, fig, recompute, title="Collective cost explorer", site_mode="comms", site_state=site_state
+    )
     explorer.update()
     return explorer

@@ -2,7 +2,8 @@
 
 The first half checks the scenarios themselves against hand-countable arithmetic; the second
 half reads the chapters' text and asserts that they use the scenarios rather than re-typing
-their inputs, and that the static explorers' ``data-*`` defaults agree with them.
+their inputs, and that the website explorers' ``data-*`` attributes, which each chapter's widget
+writes from its own state, agree with them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 
 import roofline_lib as rl
 from roofline_lib import scenarios as sc
+from roofline_lib import widgets
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "notebooks"
@@ -90,7 +92,6 @@ def test_training_run_refuses_bad_inputs():
 
 _CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?P<body>.*?)^```\s*$", re.M | re.S)
 _EXPLORER = re.compile(r'<div class="roofline-explorer"(?P<attrs>[^>]*)>')
-_ATTR = re.compile(r'(data-[a-z-]+)="([^"]*)"')
 
 #: Scenario inputs that must not be typed again in a chapter's code: (pattern, what it re-types).
 _RETYPED = [
@@ -110,16 +111,11 @@ def _code(text: str) -> str:
     return "\n".join(m["body"] for m in _CODE_CELL.finditer(text))
 
 
-def _explorers(text: str) -> list[dict[str, str]]:
-    return [dict(_ATTR.findall(m["attrs"])) for m in _EXPLORER.finditer(text)]
-
-
 def test_code_cell_reader_finds_code_and_only_code():
     planted = "Prose 6.7e9.\n\n```{code-cell} ipython3\nx = sc.FFN_GEMM.op()\n```\n\nMore prose.\n"
     assert _code(planted).strip() == "x = sc.FFN_GEMM.op()"
-    assert _explorers('<div class="roofline-explorer" data-mode="mfu" data-n-gpus="256"></div>') == [
-        {"data-mode": "mfu", "data-n-gpus": "256"}
-    ]
+    assert _EXPLORER.search('Text.\n\n<div class="roofline-explorer" data-mode="mfu" data-n-gpus="256"></div>\n')
+    assert not _EXPLORER.search('<div class="roofline-snapshot">')
 
 
 @pytest.mark.parametrize("chapter", sorted(CHAPTERS.glob("[0-9][0-9]_*.md")), ids=lambda p: p.stem)
@@ -136,47 +132,83 @@ def test_chapters_one_to_four_import_the_scenarios(stem):
     assert "from roofline_lib import scenarios as sc" in _code(_chapter(stem))
 
 
-def _one_explorer(stem: str, mode: str) -> dict[str, str]:
-    found = [e for e in _explorers(_chapter(stem)) if e.get("data-mode") == mode]
-    assert len(found) == 1, f"{stem}: expected one {mode} explorer, found {len(found)}"
-    return found[0]
+def _explorer_calls(code: str) -> list[str]:
+    """The text of every ``widgets.<name>_explorer(...)`` call in ``code``, brackets balanced."""
+    calls = []
+    for m in re.finditer(r"widgets\.[a-z_]+_explorer\(", code):
+        depth, i = 0, m.end() - 1
+        for i in range(m.end() - 1, len(code)):
+            depth += {"(": 1, ")": -1}.get(code[i], 0)
+            if depth == 0:
+                break
+        calls.append(code[m.start() : i + 1])
+    return calls
+
+
+def _site_markup(stem: str, names: dict) -> dict[str, str]:
+    """Run the chapter's own explorer call with ``names`` bound; return its website attributes."""
+    calls = _explorer_calls(_code(_chapter(stem)))
+    assert len(calls) == 1, f"{stem}: expected one explorer call, found {calls}"
+    explorer = eval(
+        calls[0], {"widgets": widgets, "sc": sc, "rl": rl, **names}
+    )  # the chapter's own call, as it runs there
+    return explorer.site_attributes
+
+
+def test_explorer_call_reader_balances_brackets():
+    code = "x = 1\nex = widgets.roofline_explorer(gpu=g(), intensity=round(f(a, (b)), 2))\nex\n"
+    assert _explorer_calls(code) == ["widgets.roofline_explorer(gpu=g(), intensity=round(f(a, (b)), 2))"]
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS.glob("[0-9][0-9]_*.md")), ids=lambda p: p.stem)
+def test_chapters_type_no_website_explorer_markup(chapter):
+    """The widget writes the kernel-free explorer's element from its own state; a chapter types none."""
+    text = chapter.read_text(encoding="utf-8")
+    assert not _EXPLORER.search(text), f"{chapter.name}: delete the typed roofline-explorer div"
+    assert len(_explorer_calls(_code(text))) == 1, f"{chapter.name}: each chapter shows one explorer"
 
 
 def test_chapter_2_explorer_starts_at_the_layernorm():
-    attrs = _one_explorer("02_arithmetic_intensity", "intensity")
-    # the widget beside it starts at round(intensity, 2) = 1.75 (7 FLOP per 4 bytes, less gamma/beta)
+    attrs = _site_markup("02_arithmetic_intensity", {})
+    # round(intensity, 2) = 1.75 (7 FLOP per 4 bytes, less gamma/beta)
     assert float(attrs["data-intensity"]) == round(sc.LAYERNORM.op().intensity, 2)
-    assert (attrs["data-gpu"], attrs["data-precision"]) == ("A100", "bf16")
-    assert "intensity=round(sc.LAYERNORM.op().intensity, 2)" in _code(_chapter("02_arithmetic_intensity"))
+    assert (attrs["data-mode"], attrs["data-gpu"], attrs["data-precision"]) == ("intensity", rl.gpu("A100").key, "bf16")
 
 
 def test_chapter_3_explorer_starts_at_llama2_7b():
-    attrs = _one_explorer("03_counting_flops", "flops")
     cfg = sc.LLAMA2_7B
+    assert "cfg = sc.LLAMA2_7B" in _code(_chapter("03_counting_flops"))
+    attrs = _site_markup("03_counting_flops", {"cfg": cfg})
+    assert attrs["data-mode"] == "flops"
     assert int(attrs["data-d-model"]) == cfg.d_model
     assert int(attrs["data-seq-len"]) == cfg.seq_len
     assert int(attrs["data-n-layers"]) == cfg.n_layers
     assert int(attrs["data-vocab"]) == cfg.vocab
     assert float(attrs["data-ffn-ratio"]) == cfg.d_ff / cfg.d_model  # 11008 / 4096 = 2.6875
     assert attrs["data-gated"] == "true" and cfg.gated
-    assert "cfg = sc.LLAMA2_7B" in _code(_chapter("03_counting_flops"))
 
 
 def test_chapter_4_explorer_starts_where_its_widget_does():
-    attrs = _one_explorer("04_inference_regimes", "decode")
     start = sc.DECODE_EXPLORER
+    assert "start = sc.DECODE_EXPLORER" in _code(_chapter("04_inference_regimes"))
+    attrs = _site_markup("04_inference_regimes", {"start": start})
+    assert attrs["data-mode"] == "decode"
     assert float(attrs["data-n-params"]) == start.n_params() == sc.LLAMA2_7B.n_params()
+    assert attrs["data-n-params"] == str(sc.LLAMA2_7B.n_params())  # all digits: JavaScript reads it exactly
     assert int(attrs["data-batch"]) == start.batch
-    assert attrs["data-gpu"] == start.gpu
+    assert attrs["data-gpu"] == rl.gpu(start.gpu).key
     assert rl.bytes_per_element(attrs["data-precision"]) == start.bytes_per_param  # bf16: 2 bytes
-    code = _code(_chapter("04_inference_regimes"))
-    assert "start = sc.DECODE_EXPLORER" in code and "batch=start.batch" in code
 
 
 def test_chapter_5_explorer_starts_at_the_mfu_example():
-    attrs = _one_explorer("05_mfu", "mfu")
     ex = sc.MFU_EXAMPLE
+    code = _code(_chapter("05_mfu"))
+    assert "run = sc.MFU_EXAMPLE" in code
+    assert "n_params, tokens_per_s, n_gpus = run.model.n_params(), run.tokens_per_s, run.n_gpus" in code
+    names = {"run": ex, "n_params": ex.model.n_params(), "tokens_per_s": ex.tokens_per_s, "n_gpus": ex.n_gpus}
+    attrs = _site_markup("05_mfu", names)
+    assert (attrs["data-mode"], attrs["data-convention"]) == ("mfu", "6N")
     assert float(attrs["data-n-params"]) == ex.model.n_params()
     assert float(attrs["data-tokens-per-s"]) == ex.tokens_per_s
     assert int(attrs["data-n-gpus"]) == ex.n_gpus
-    assert attrs["data-gpu"] == ex.gpu
+    assert attrs["data-gpu"] == rl.gpu(ex.gpu).key

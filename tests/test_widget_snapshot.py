@@ -43,3 +43,30 @@ def test_every_explorer_describes_itself():
         ex = make()
         alt = _img(ex._repr_mimebundle_())[1]
         assert len(alt) > 40 and re.search(r"\d", alt), (make.__name__, alt)
+
+
+def test_the_still_figure_is_followed_by_the_element_of_the_kernel_free_explorer():
+    ex = widgets.decode_explorer(n_params=7e9, gpu="H100", batch=1)
+    page = ex._repr_mimebundle_()["text/html"]
+    # the figure first, then the element the page's script turns into the live explorer, nothing else
+    assert page.startswith('<figure class="roofline-snapshot">')
+    assert page.endswith("</figure>" + ex.site_html())
+    assert page.count('class="roofline-explorer"') == 1
+    assert 'data-mode="decode"' in page and 'data-n-params="7000000000"' in page and 'data-batch="1"' in page
+    ex.controls["batch"].value = 64  # what the page starts from follows the widget's state
+    assert 'data-batch="64"' in ex._repr_mimebundle_()["text/html"]
+
+
+def test_every_explorer_brings_its_kernel_free_explorer_to_the_page():
+    for make in (
+        widgets.roofline_explorer,
+        widgets.decode_explorer,
+        widgets.flop_share_explorer,
+        widgets.mfu_explorer,
+        widgets.collective_explorer,
+    ):
+        page = make()._repr_mimebundle_()["text/html"]
+        assert re.search(r'</figure><div class="roofline-explorer" data-mode="[a-z]+"[^>]*></div>$', page), (
+            make.__name__,
+            page[-300:],
+        )

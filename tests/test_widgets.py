@@ -6,6 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import html  # noqa: E402
+import re  # noqa: E402
 import time  # noqa: E402
 
 import ipywidgets as w  # noqa: E402
@@ -197,3 +199,163 @@ def test_mfu_above_one_hundred_percent_is_flagged_not_shown_as_fact():
 def test_mfu_explorer_refuses_an_impossible_start():
     with pytest.raises(ValueError, match="impossible"):
         widgets.mfu_explorer(7e9, tokens_per_s=1e7, n_gpus=1, gpu="A100")
+
+
+# --------------------------------------------------------------------------- the website's explorer
+
+
+_DIV = re.compile(r'<div class="roofline-explorer"((?: data-[a-z-]+="[^"<>]*")+)></div>')
+_ATTR = re.compile(r' (data-[a-z-]+)="([^"]*)"')
+
+
+def _site_div(ex) -> dict[str, str]:
+    """The attributes of the one roofline-explorer element in ``ex.site_html()``, HTML-unescaped."""
+    found = _DIV.findall(ex.site_html())
+    assert len(found) == 1, ex.site_html()
+    return {name: html.unescape(value) for name, value in _ATTR.findall(found[0])}
+
+
+SITE_MODES = {
+    "roofline_explorer": "intensity",
+    "decode_explorer": "decode",
+    "flop_share_explorer": "flops",
+    "mfu_explorer": "mfu",
+    "collective_explorer": "comms",
+}
+
+
+@pytest.mark.parametrize("make", EXPLORERS + [widgets.collective_explorer], ids=lambda f: f.__name__)
+def test_each_explorer_writes_the_element_of_its_website_explorer(make):
+    ex = make()
+    attrs = _site_div(ex)
+    assert attrs == ex.site_attributes and attrs["data-mode"] == SITE_MODES[make.__name__]
+    assert ex.site_html().endswith("></div>") and "\n" not in ex.site_html()
+
+
+def test_roofline_markup_follows_the_controls():
+    ex = widgets.roofline_explorer("A100", "bf16", 10.0)
+    assert ex.site_attributes == {
+        "data-mode": "intensity",
+        "data-gpu": "a100-80gb-sxm",  # the registry key "A100" resolves to, which the page's script also reads
+        "data-precision": "bf16",
+        "data-intensity": "10",  # 10.0 is whole: written as its digits
+    }
+    ex.controls["gpu"].value = "h100-sxm"
+    ex.controls["precision"].value = "fp8"
+    ex.controls["intensity"].value = 1.75
+    assert (ex.site_attributes["data-gpu"], ex.site_attributes["data-precision"]) == ("h100-sxm", "fp8")
+    assert ex.site_attributes["data-intensity"] == "1.75"
+
+
+def test_decode_markup_names_the_precision_of_the_weight_width_and_the_model():
+    ex = widgets.decode_explorer(n_params=6738415616, gpu="H100", batch=16)
+    assert ex.site_attributes == {
+        "data-mode": "decode",
+        "data-gpu": "h100-sxm",
+        "data-precision": "bf16",  # 2 bytes per parameter: bf16 weights
+        "data-n-params": "6738415616",
+        "data-batch": "16",
+    }
+    ex.controls["bytes_per_param"].value = 1.0  # 1 byte per parameter: fp8
+    ex.controls["model"].value = "llama-3-8b"
+    attrs = ex.site_attributes
+    assert attrs["data-precision"] == "fp8" and attrs["data-model"] == "llama-3-8b"
+    assert "data-n-params" not in attrs  # a shipped model, not a bare count
+
+
+def test_flop_share_markup_carries_the_fixed_shape_too():
+    ex = widgets.flop_share_explorer(d_model=4096, seq_len=4096, ffn_ratio=11008 / 4096, gated=True)
+    ex.controls["seq_len"].value = 8192
+    assert ex.site_attributes == {
+        "data-mode": "flops",
+        "data-d-model": "4096",
+        "data-seq-len": "8192",  # the slider's value now, not the starting one
+        "data-n-layers": "32",
+        "data-vocab": "32000",
+        "data-ffn-ratio": "2.6875",  # 11008 / 4096, exact in binary
+        "data-gated": "true",
+        "data-causal": "true",
+    }
+
+
+def test_mfu_markup_follows_the_sliders():
+    ex = widgets.mfu_explorer(6738415616, tokens_per_s=1.5e6, n_gpus=256, gpu="A100")
+    assert ex.site_attributes == {
+        "data-mode": "mfu",
+        "data-gpu": "a100-80gb-sxm",
+        "data-precision": "bf16",
+        "data-n-params": "6738415616",
+        "data-tokens-per-s": "1500000",
+        "data-n-gpus": "256",
+        "data-convention": "6N",
+    }
+    ex.controls["n_gpus"].value = 512
+    assert ex.site_attributes["data-n-gpus"] == "512"
+
+
+def test_comms_markup_spells_small_numbers_so_javascript_reads_them_back():
+    ex = widgets.collective_explorer(link="NVLink 4", n_ranks=8, message_bytes=1e8, alpha_seconds=5e-6)
+    assert ex.site_attributes == {
+        "data-mode": "comms",
+        "data-link": "nvlink4",
+        "data-n-ranks": "8",
+        "data-message-bytes": "100000000",  # 1e8 is whole
+        "data-alpha-seconds": "5e-06",  # JavaScript's Number("5e-06") is 5e-6
+        "data-collective": "all_reduce",
+        "data-algorithm": "ring",
+    }
+    ex.controls["collective"].value = ("all_reduce", "tree")
+    assert ex.site_attributes["data-algorithm"] == "tree"
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        (True, "true"),
+        (False, "false"),
+        (256, "256"),
+        (6738415616.0, "6738415616"),  # whole: digits, no ".0"
+        (2.0**53, "9007199254740992.0"),  # past 2**53 a float is not an exact int: Python's shortest form
+        (1.75, "1.75"),
+        (0.1, "0.1"),  # the shortest form that reads back as the same double, not 0.1000000000000000055
+        (5e-6, "5e-06"),
+        ("NVLink 4", "NVLink 4"),
+    ],
+)
+def test_attribute_values_are_written_as_the_script_reads_them(value, written):
+    assert widgets._attribute(value, "x") == written
+    if isinstance(value, float):
+        assert float(written) == value  # the round trip is exact
+
+
+def test_attribute_values_refuse_what_the_script_cannot_read():
+    with pytest.raises(ValueError, match="message_bytes must be a finite number"):
+        widgets._attribute(float("nan"), "message_bytes")
+    with pytest.raises(TypeError, match="link must be a number, a string or a bool"):
+        widgets._attribute(None, "link")
+
+
+def test_markup_values_are_escaped():
+    ex = widgets.roofline_explorer()
+    ex._site_state = lambda: {"gpu": 'A"100<b>&'}  # a value no registry has, to see the escaping
+    assert 'data-gpu="A&quot;100&lt;b&gt;&amp;"' in ex.site_html()
+    assert _site_div(ex)["data-gpu"] == 'A"100<b>&'
+
+
+def test_an_explorer_without_a_website_twin_writes_no_markup():
+    fig = widgets._figure()[0]
+    ex = widgets.Explorer({}, fig, lambda: None, title="bare")
+    assert ex.site_attributes == {} and ex.site_html() == ""
+    with pytest.raises(ValueError, match="site_mode and site_state go together"):
+        widgets.Explorer({}, fig, lambda: None, title="half", site_mode="intensity")
+
+
+def test_the_log_axes_are_set_up_once_for_all_three_log_log_explorers():
+    for ex, x_base, xlabel in [
+        (widgets.roofline_explorer(), 10, "arithmetic intensity (FLOP/byte)"),
+        (widgets.decode_explorer(), 2, "batch (sequences decoded together)"),
+        (widgets.collective_explorer(), 10, "message size (bytes)"),
+    ]:
+        ax = ex.figure.axes[0]
+        assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log") and ax.get_xlabel() == xlabel
+        assert ax.xaxis.get_transform().base == x_base
