@@ -428,6 +428,26 @@ def comms_verdict(
     )
 
 
+def _all_reduce_step(
+    flops, message, n, count, gpu, link, precision, algorithm, alpha_seconds, overlap_fraction, measured_seconds
+) -> CommsVerdict:
+    """:func:`comms_verdict` of a step that computes ``flops`` and runs ``count`` all-reduces of
+    ``message`` bytes on ``n`` ranks: each rank sends ``count`` times
+    :func:`collective_bytes_per_rank` and waits ``count * collective_steps * alpha``."""
+    per_rank = count * collective_bytes_per_rank("all_reduce", message, n, algorithm)
+    alpha = _positive(alpha_seconds, "alpha_seconds", "seconds", allow_zero=True)
+    return comms_verdict(
+        flops,
+        per_rank,
+        gpu,
+        link,
+        precision,
+        latency_seconds=count * collective_steps("all_reduce", n, algorithm) * alpha,
+        overlap_fraction=overlap_fraction,
+        measured_seconds=measured_seconds,
+    )
+
+
 def data_parallel_step(
     n_params,
     tokens_per_gpu,
@@ -458,17 +478,8 @@ def data_parallel_step(
     )
     flops = training_flops_per_token(n_params) * tokens
     message = _positive(n_params, "n_params", "parameters") * grad_bytes
-    steps = collective_steps("all_reduce", n, algorithm)
-    alpha = _positive(alpha_seconds, "alpha_seconds", "seconds", allow_zero=True)
-    return comms_verdict(
-        flops,
-        collective_bytes_per_rank("all_reduce", message, n, algorithm),
-        gpu,
-        link,
-        precision,
-        latency_seconds=steps * alpha,
-        overlap_fraction=overlap_fraction,
-        measured_seconds=measured_seconds,
+    return _all_reduce_step(
+        flops, message, n, 1, gpu, link, precision, algorithm, alpha_seconds, overlap_fraction, measured_seconds
     )
 
 
@@ -505,18 +516,18 @@ def tensor_parallel_layer(
     n_tokens = _positive(tokens, "tokens", "tokens")
     flops = inference_flops_per_token(params_per_layer(d, d_ff, gated)) * n_tokens / t
     message = n_tokens * d * bytes_per_element(precision)  # the activations, one per token
-    per_rank = _TP_ALL_REDUCES_PER_LAYER * collective_bytes_per_rank("all_reduce", message, t, algorithm)
-    alpha = _positive(alpha_seconds, "alpha_seconds", "seconds", allow_zero=True)
-    latency = _TP_ALL_REDUCES_PER_LAYER * collective_steps("all_reduce", t, algorithm) * alpha
-    return comms_verdict(
+    return _all_reduce_step(
         flops,
-        per_rank,
+        message,
+        t,
+        _TP_ALL_REDUCES_PER_LAYER,
         gpu,
         link,
         precision,
-        latency_seconds=latency,
-        overlap_fraction=overlap_fraction,
-        measured_seconds=measured_seconds,
+        algorithm,
+        alpha_seconds,
+        overlap_fraction,
+        measured_seconds,
     )
 
 
