@@ -29,7 +29,8 @@ from .roofline import ridge_point
 __all__ = ["Point", "RooflineFigure", "plot_roofline", "plot_ridge_by_precision", "alt_text", "save_roofline"]
 
 _TERA = 1e12  # FLOP/s -> TFLOP/s, and bytes/s -> TB/s, at the edge only
-_MEMORY_ROOFS = ("hbm", "l2")
+_MEMORY_STYLES = {"hbm": "-", "l2": (0, (1, 1))}  # HBM solid, L2 dotted
+_MEMORY_ROOFS = tuple(_MEMORY_STYLES)
 _POINT_KINDS = ("predicted", "measured")
 _SUFFIXES = (".png", ".svg")
 # One line style per precision, the same on every chip. bf16 is solid like the HBM roof, so the
@@ -44,6 +45,7 @@ _COMPUTE_STYLES = {
     "fp4": (0, (2, 2)),
 }
 _MEASURED_COLOR = "0.15"  # near-black: measured roofs stand apart from the coloured datasheet ones
+_MEASURED_STYLE = (0, (6, 2, 1, 2))  # dash-dot: both roofs of a measured machine
 
 
 class RooflineFigure(Figure):
@@ -176,66 +178,26 @@ def _plan(gpus, precisions, points, memory_roofs, measured, title, intensity_ran
             plan.notes.append(f"{spec.name} has no {', '.join(missing)} roof, so none is drawn.")
         top = max(spec.peak_flops_per_s(p) for p in present)
         for mem in mems:
-            if mem == "hbm":
-                plan.roofs.append(
-                    _Roof(
-                        spec.name,
-                        f"{spec.name} {spec.memory_kind} {_num(spec.hbm_bytes_per_s / _TERA)} TB/s",
-                        color,
-                        "-",
-                        slope=spec.hbm_bytes_per_s,
-                        top=top,
-                    )
-                )
-            elif spec.l2_bytes_per_s:
-                plan.roofs.append(
-                    _Roof(
-                        spec.name,
-                        f"{spec.name} L2 {_num(spec.l2_bytes_per_s / _TERA)} TB/s",
-                        color,
-                        (0, (1, 1)),
-                        slope=spec.l2_bytes_per_s,
-                        top=top,
-                    )
-                )
-            else:
+            bytes_per_s = spec.hbm_bytes_per_s if mem == "hbm" else spec.l2_bytes_per_s
+            if not bytes_per_s:  # the registry has every HBM figure, not every L2 one
                 plan.notes.append(f"{spec.name} has no L2 bandwidth in the registry, so no L2 roof is drawn.")
+                continue
+            label = f"{spec.name} {spec.memory_kind if mem == 'hbm' else 'L2'} {_num(bytes_per_s / _TERA)} TB/s"
+            plan.roofs.append(_Roof(spec.name, label, color, _MEMORY_STYLES[mem], slope=bytes_per_s, top=top))
         for p in present:
             peak = spec.peak_flops_per_s(p)
             unit = "CUDA cores" if p == "fp32" else "tensor cores"
-            plan.roofs.append(
-                _Roof(
-                    spec.name,
-                    f"{spec.name} {p} ({unit}) {_num(peak / _TERA)} TFLOP/s",
-                    color,
-                    _COMPUTE_STYLES[p],
-                    peak=peak,
-                    ridge=ridge_point(spec, p),
-                )
-            )
+            label = f"{spec.name} {p} ({unit}) {_num(peak / _TERA)} TFLOP/s"
+            plan.roofs.append(_Roof(spec.name, label, color, _COMPUTE_STYLES[p], peak=peak, ridge=ridge_point(spec, p)))
 
     for m in meas:
         owner = f"measured: {m.device_name}"
-        plan.roofs.append(
-            _Roof(
-                owner,
-                f"{owner} copy {_num(m.bytes_per_s / 1e9)} GB/s",
-                _MEASURED_COLOR,
-                (0, (6, 2, 1, 2)),
-                slope=m.bytes_per_s,
-                top=m.flops_per_s,
-            )
-        )
-        plan.roofs.append(
-            _Roof(
-                owner,
-                f"{owner} {m.precision} matmul {_num(m.flops_per_s / 1e9)} GFLOP/s",
-                _MEASURED_COLOR,
-                (0, (6, 2, 1, 2)),
-                peak=m.flops_per_s,
-                ridge=m.ridge,
-            )
-        )
+        copy = f"{owner} copy {_num(m.bytes_per_s / 1e9)} GB/s"
+        matmul = f"{owner} {m.precision} matmul {_num(m.flops_per_s / 1e9)} GFLOP/s"
+        plan.roofs += [
+            _Roof(owner, copy, _MEASURED_COLOR, _MEASURED_STYLE, slope=m.bytes_per_s, top=m.flops_per_s),
+            _Roof(owner, matmul, _MEASURED_COLOR, _MEASURED_STYLE, peak=m.flops_per_s, ridge=m.ridge),
+        ]
     plan.points = _as_points(points)
     return plan
 
