@@ -45,22 +45,28 @@
     return String(name).trim().toLowerCase().replace(/_/g, "-").split(/\s+/).join(" ");
   }
 
-  /** The registry record for a key, a name or an alias, as roofline_lib.gpu() resolves it. */
-  function findGpu(name) {
-    var gpus = registry().gpus;
+  /** The record of `table` that `name` spells (its key, its name or an alias), "-" and a space
+   * interchangeable, as roofline_lib's registries resolve it; `what` ("GPU", "link") names the kind
+   * in the error. */
+  function lookup(table, name, what) {
     var norm = normalise(name);
     var candidates = [norm, norm.replace(/ /g, "-"), norm.replace(/-/g, " ")];
-    var keys = Object.keys(gpus);
+    var keys = Object.keys(table);
     for (var c = 0; c < candidates.length; c++) {
       for (var k = 0; k < keys.length; k++) {
-        var rec = gpus[keys[k]];
+        var rec = table[keys[k]];
         var names = [rec.key, rec.name.toLowerCase()].concat(rec.aliases.map(function (a) {
           return a.toLowerCase();
         }));
         if (names.indexOf(candidates[c]) >= 0) return rec;
       }
     }
-    throw new Error("unknown GPU " + JSON.stringify(name) + "; known GPUs: " + keys.join(", "));
+    throw new Error("unknown " + what + " " + JSON.stringify(name) + "; known " + what + "s: " + keys.join(", "));
+  }
+
+  /** The registry record for a key, a name or an alias, as roofline_lib.gpu() resolves it. */
+  function findGpu(name) {
+    return lookup(registry().gpus, name, "GPU");
   }
 
   function asGpu(gpu) {
@@ -351,19 +357,7 @@
   function findLink(name) {
     var links = registry().links;
     if (!links) throw new Error("the registry on this page has no links (re-run roofline_lib.export)");
-    var norm = normalise(name);
-    var candidates = [norm, norm.replace(/ /g, "-"), norm.replace(/-/g, " ")];
-    var keys = Object.keys(links);
-    for (var c = 0; c < candidates.length; c++) {
-      for (var k = 0; k < keys.length; k++) {
-        var rec = links[keys[k]];
-        var names = [rec.key, rec.name.toLowerCase()].concat(rec.aliases.map(function (a) {
-          return a.toLowerCase();
-        }));
-        if (names.indexOf(candidates[c]) >= 0) return rec;
-      }
-    }
-    throw new Error("unknown link " + JSON.stringify(name) + "; known links: " + keys.join(", "));
+    return lookup(links, name, "link");
   }
 
   function collectiveKey(collective) {
@@ -572,6 +566,19 @@
     };
   }
 
+  /** A range input over the base-10 logarithm of a value, from 10^range[0] to 10^range[1] in
+   * steps of 0.01, starting at `initial`, and the output that shows the chosen value. */
+  function logSlider(name, range, initial, ariaLabel) {
+    var input = el("input", { type: "range", name: name, min: String(range[0]), max: String(range[1]),
+      step: "0.01", value: String(Math.log10(initial)), "aria-label": ariaLabel });
+    return { input: input, output: el("output", { class: "roofline-explorer__slider-value" }) };
+  }
+
+  /** A labelled field holding a slider ({input, output}) and its value. */
+  function sliderField(labelText, slider) {
+    return field(labelText, el("span", {}, [slider.input, slider.output]));
+  }
+
   function readout(dl, name, labelText) {
     var dd = el("dd", { "data-quantity": name });
     dl.appendChild(el("dt", { text: labelText }));
@@ -736,11 +743,8 @@
   function intensityMode(host, ui, refresh) {
     var start = numberAttr(host, "data-intensity", 10);
     var current = Number(positive(start, "data-intensity", "FLOP/byte").toPrecision(3));
-    var slider = el("input", { type: "range", name: "intensity", min: String(INTENSITY_LOG10[0]),
-      max: String(INTENSITY_LOG10[1]), step: "0.01", value: String(Math.log10(start)),
-      "aria-label": "Arithmetic intensity, FLOP per byte (logarithmic)" });
-    var sliderValue = el("output", { class: "roofline-explorer__slider-value" });
-    ui.controls.appendChild(field("Intensity (FLOP/byte)", el("span", {}, [slider, sliderValue])));
+    var slider = logSlider("intensity", INTENSITY_LOG10, start, "Arithmetic intensity, FLOP per byte (logarithmic)");
+    ui.controls.appendChild(sliderField("Intensity (FLOP/byte)", slider));
     var out = {
       peak: readout(ui.dl, "peak_flops_per_s", "Compute roof"),
       bw: readout(ui.dl, "hbm_bytes_per_s", "Memory roof"),
@@ -749,14 +753,14 @@
       attainable: readout(ui.dl, "attainable_flops_per_s", "Ceiling"),
       bound: readout(ui.dl, "bound", "Bound"),
     };
-    slider.addEventListener("input", function () { current = snap3(slider.value); refresh(); });
+    slider.input.addEventListener("input", function () { current = snap3(slider.input.value); refresh(); });
 
     return function draw(rec, precision) {
       var intensity = current;
       var peak = peakFlopsPerS(rec, precision);
       var ridge = ridgePoint(rec, precision);
       var attainable = attainableFlopsPerS(rec, precision, intensity);
-      sliderValue.textContent = sig3(intensity);
+      slider.output.textContent = sig3(intensity);
       show(out.peak, peak, sig3(peak / 1e12) + " TFLOP/s dense " + precision);
       show(out.bw, rec.hbm_bytes_per_s, sig3(rec.hbm_bytes_per_s / 1e12) + " TB/s " + rec.memory_kind);
       show(out.ridge, ridge, sig3(ridge) + " FLOP/byte");
@@ -851,14 +855,12 @@
       : positive(numberAttr(host, "data-tokens-per-s"), "data-tokens-per-s", "tokens per second");
     rate = Number(rate.toPrecision(3));
 
-    var tokens = el("input", { type: "range", name: "tokens_per_s", min: String(TOKENS_LOG10[0]),
-      max: String(TOKENS_LOG10[1]), step: "0.01", value: String(Math.log10(rate)),
-      "aria-label": "Training tokens per second, all GPUs together (logarithmic)" });
-    var tokensValue = el("output", { class: "roofline-explorer__slider-value" });
+    var tokens = logSlider("tokens_per_s", TOKENS_LOG10, rate,
+      "Training tokens per second, all GPUs together (logarithmic)");
     var gpus = steppedSlider("n_gpus", choices(gpus0, N_GPUS_CHOICES), gpus0,
       "Number of GPUs (powers of two)");
-    ui.controls.appendChild(field("Tokens/s (all GPUs)", el("span", {}, [tokens, tokensValue])));
-    ui.controls.appendChild(field("GPUs", el("span", {}, [gpus.input, gpus.output])));
+    ui.controls.appendChild(sliderField("Tokens/s (all GPUs)", tokens));
+    ui.controls.appendChild(sliderField("GPUs", gpus));
     var out = {
       perToken: readout(ui.dl, "flops_per_token", "Per token"),
       achieved: readout(ui.dl, "achieved_flops_per_s", "Model FLOP/s"),
@@ -866,7 +868,7 @@
       mfu: readout(ui.dl, "mfu", "MFU"),
     };
     var formula = { "6N": "6N", "three-term": "(6N + 6 L s d)", "full-square": "(6N + 12 L s d)" }[conventionKey(convention)];
-    tokens.addEventListener("input", function () { rate = snap3(tokens.value); refresh(); });
+    tokens.input.addEventListener("input", function () { rate = snap3(tokens.input.value); refresh(); });
     gpus.input.addEventListener("input", refresh);
 
     return function draw(rec, precision) {
@@ -880,7 +882,7 @@
       }
       host.setAttribute("data-current-tokens-per-s", String(rate));
       host.setAttribute("data-current-n-gpus", String(n));
-      tokensValue.textContent = compact(rate);
+      tokens.output.textContent = compact(rate);
       gpus.output.textContent = String(n);
       show(out.perToken, m.flopsPerToken, prefixed(m.flopsPerToken, "FLOP") + " (" + m.convention + ")");
       show(out.achieved, m.achievedFlopsPerS, prefixed(m.achievedFlopsPerS, "FLOP/s"));
@@ -956,8 +958,8 @@
       "Sequence length in tokens (powers of two)");
     var width = steppedSlider("d_model", choices(d0, D_MODEL_CHOICES), d0,
       "Model width d_model in features (powers of two)");
-    ui.controls.appendChild(field("Sequence length", el("span", {}, [seq.input, seq.output])));
-    ui.controls.appendChild(field("d_model", el("span", {}, [width.input, width.output])));
+    ui.controls.appendChild(sliderField("Sequence length", seq));
+    ui.controls.appendChild(sliderField("d_model", width));
     var total = readout(ui.dl, "fwd_per_token", "Forward, per token");
     var dFf = readout(ui.dl, "d_ff", "d_ff");
     var parts = SHARE_PARTS.map(function (part) {
@@ -1068,14 +1070,11 @@
     var kindSelect = el("select", { name: "collective" });
     fillSelect(kindSelect, COMMS_CHOICES, c0 + "/" + a0);
     var ranks = steppedSlider("n_ranks", choices(n0, RANKS_CHOICES), n0, "Number of ranks (powers of two)");
-    var slider = el("input", { type: "range", name: "message_bytes", min: String(MESSAGE_LOG10[0]),
-      max: String(MESSAGE_LOG10[1]), step: "0.01", value: String(Math.log10(s0)),
-      "aria-label": "Message size in bytes (logarithmic)" });
-    var sizeValue = el("output", { class: "roofline-explorer__slider-value" });
+    var slider = logSlider("message_bytes", MESSAGE_LOG10, s0, "Message size in bytes (logarithmic)");
     ui.controls.appendChild(field("Link", linkSelect));
     ui.controls.appendChild(field("Collective", kindSelect));
-    ui.controls.appendChild(field("Ranks", el("span", {}, [ranks.input, ranks.output])));
-    ui.controls.appendChild(field("Message", el("span", {}, [slider, sizeValue])));
+    ui.controls.appendChild(sliderField("Ranks", ranks));
+    ui.controls.appendChild(sliderField("Message", slider));
     var out = {
       link: readout(ui.dl, "bytes_per_s", "Link, one way"),
       seconds: readout(ui.dl, "seconds", "Time"),
@@ -1096,7 +1095,7 @@
       host.setAttribute("data-current-link", rec.key);
       host.setAttribute("data-current-collective", c);
       host.setAttribute("data-current-algorithm", a);
-      sizeValue.textContent = prefixed(size, "B");
+      slider.output.textContent = prefixed(size, "B");
       ranks.output.textContent = grouped(n);
       show(out.link, rec.bytes_per_s, sig3(rec.bytes_per_s / 1e9) + " GB/s (" + rec.name + ")");
       show(out.seconds, cost.seconds, cost.steps + " × " + sig3(alpha * 1e6) + " µs + " +
@@ -1125,7 +1124,7 @@
     linkSelect.addEventListener("change", refresh);
     kindSelect.addEventListener("change", refresh);
     ranks.input.addEventListener("input", refresh);
-    slider.addEventListener("input", function () { size = snap3(slider.value); refresh(); });
+    slider.input.addEventListener("input", function () { size = snap3(slider.input.value); refresh(); });
     refresh();
   }
 
