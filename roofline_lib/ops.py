@@ -195,20 +195,23 @@ def elementwise(n, flops_per_elem=1, n_inputs=2, n_outputs=1, bytes_per_elem=2) 
     )
 
 
+def _rows(n_rows, width, width_name, rows_unit="rows (tokens)") -> tuple[int, int]:
+    """``(n_rows, width)`` of a row-wise kernel, both checked as whole numbers of rows and elements."""
+    return _positive_int(n_rows, "n_rows", rows_unit), _positive_int(width, width_name, "elements per row")
+
+
 def layernorm_flops(n_rows, d) -> int:
     """FLOPs of LayerNorm over ``n_rows`` rows of width ``d``.
 
     ``LAYERNORM_FLOPS_PER_ELEM (7) * n_rows * d``; see that constant for the steps.
     """
-    n_rows = _positive_int(n_rows, "n_rows", "rows (tokens)")
-    d = _positive_int(d, "d", "elements per row")
+    n_rows, d = _rows(n_rows, d, "d")
     return LAYERNORM_FLOPS_PER_ELEM * n_rows * d
 
 
 def layernorm_bytes(n_rows, d, bytes_per_elem=2) -> float:
     """HBM bytes of LayerNorm: read x, write y (``n_rows * d`` each), read gamma and beta (``d`` each)."""
-    n_rows = _positive_int(n_rows, "n_rows", "rows (tokens)")
-    d = _positive_int(d, "d", "elements per row")
+    n_rows, d = _rows(n_rows, d, "d")
     return _to_bytes(2 * n_rows * d + 2 * d, bytes_per_elem)  # x + y, gamma + beta
 
 
@@ -222,15 +225,13 @@ def rmsnorm_flops(n_rows, d) -> int:
 
     ``RMSNORM_FLOPS_PER_ELEM (4) * n_rows * d``; see that constant for the steps.
     """
-    n_rows = _positive_int(n_rows, "n_rows", "rows (tokens)")
-    d = _positive_int(d, "d", "elements per row")
+    n_rows, d = _rows(n_rows, d, "d")
     return RMSNORM_FLOPS_PER_ELEM * n_rows * d
 
 
 def rmsnorm_bytes(n_rows, d, bytes_per_elem=2) -> float:
     """HBM bytes of RMSNorm: read x, write y (``n_rows * d`` each), read gamma (``d``)."""
-    n_rows = _positive_int(n_rows, "n_rows", "rows (tokens)")
-    d = _positive_int(d, "d", "elements per row")
+    n_rows, d = _rows(n_rows, d, "d")
     return _to_bytes(2 * n_rows * d + d, bytes_per_elem)  # x + y, gamma
 
 
@@ -241,15 +242,13 @@ def rmsnorm(n_rows, d, bytes_per_elem=2) -> OpCount:
 
 def softmax_flops(n_rows, n_cols) -> int:
     """FLOPs of a row-wise softmax: ``SOFTMAX_FLOPS_PER_ELEM (5) * n_rows * n_cols``."""
-    n_rows = _positive_int(n_rows, "n_rows", "rows")
-    n_cols = _positive_int(n_cols, "n_cols", "elements per row")
+    n_rows, n_cols = _rows(n_rows, n_cols, "n_cols", "rows")
     return SOFTMAX_FLOPS_PER_ELEM * n_rows * n_cols
 
 
 def softmax_bytes(n_rows, n_cols, bytes_per_elem=2) -> float:
     """HBM bytes of a row-wise softmax: read the input once, write the output once."""
-    n_rows = _positive_int(n_rows, "n_rows", "rows")
-    n_cols = _positive_int(n_cols, "n_cols", "elements per row")
+    n_rows, n_cols = _rows(n_rows, n_cols, "n_cols", "rows")
     return _to_bytes(2 * n_rows * n_cols, bytes_per_elem)  # read x, write softmax(x)
 
 
@@ -320,6 +319,23 @@ def _kv_heads(kv_heads, heads: int) -> int:
     return kv
 
 
+def _qkvo_elements(batch, heads, seq_q, seq_k, head_dim, kv_heads):
+    """``(batch, heads, seq_q, seq_k, elements)``: the checked shape, and the elements of Q, K, V and O.
+
+    Q and O hold ``seq_q * head_dim`` elements per query head; K and V ``seq_k * head_dim``
+    per key/value head, each read or written once.
+    """
+    b = _positive_int(batch, "batch", "sequences")
+    h = _positive_int(heads, "heads", "attention heads")
+    sq = _positive_int(seq_q, "seq_q", "query positions")
+    sk = _positive_int(seq_k, "seq_k", "key positions")
+    dh = _positive_int(head_dim, "head_dim", "elements per head")
+    kv = _kv_heads(kv_heads, h)
+    q_and_o = 2 * b * h * sq * dh  # read Q, write O
+    k_and_v = 2 * b * kv * sk * dh  # read K, read V
+    return b, h, sq, sk, q_and_o + k_and_v
+
+
 def attention_bytes_naive(batch, heads, seq_q, seq_k, head_dim, bytes_per_elem=2, kv_heads=None):
     """HBM bytes of attention run as three separate kernels that materialise the scores.
 
@@ -335,16 +351,9 @@ def attention_bytes_naive(batch, heads, seq_q, seq_k, head_dim, bytes_per_elem=2
     are assumed fused into pass 1 or 2 (no extra pass). With grouped-query attention
     (``kv_heads < heads``) K and V are read once per key/value head.
     """
-    b = _positive_int(batch, "batch", "sequences")
-    h = _positive_int(heads, "heads", "attention heads")
-    sq = _positive_int(seq_q, "seq_q", "query positions")
-    sk = _positive_int(seq_k, "seq_k", "key positions")
-    dh = _positive_int(head_dim, "head_dim", "elements per head")
-    kv = _kv_heads(kv_heads, h)
-    q_and_o = 2 * b * h * sq * dh  # read Q, write O
-    k_and_v = 2 * b * kv * sk * dh  # read K, read V
+    b, h, sq, sk, qkvo = _qkvo_elements(batch, heads, seq_q, seq_k, head_dim, kv_heads)
     scores = 4 * b * h * sq * sk  # write S, read S, write P, read P
-    return _to_bytes(q_and_o + k_and_v + scores, bytes_per_elem)
+    return _to_bytes(qkvo + scores, bytes_per_elem)
 
 
 def attention_bytes_fused(batch, heads, seq_q, seq_k, head_dim, bytes_per_elem=2, kv_heads=None):
@@ -357,15 +366,8 @@ def attention_bytes_fused(batch, heads, seq_q, seq_k, head_dim, bytes_per_elem=2
     grouped-query attention (``kv_heads < heads``) K and V are read once per
     key/value head.
     """
-    b = _positive_int(batch, "batch", "sequences")
-    h = _positive_int(heads, "heads", "attention heads")
-    sq = _positive_int(seq_q, "seq_q", "query positions")
-    sk = _positive_int(seq_k, "seq_k", "key positions")
-    dh = _positive_int(head_dim, "head_dim", "elements per head")
-    kv = _kv_heads(kv_heads, h)
-    q_and_o = 2 * b * h * sq * dh  # read Q, write O
-    k_and_v = 2 * b * kv * sk * dh  # read K, read V
-    return _to_bytes(q_and_o + k_and_v, bytes_per_elem)
+    qkvo = _qkvo_elements(batch, heads, seq_q, seq_k, head_dim, kv_heads)[-1]
+    return _to_bytes(qkvo, bytes_per_elem)
 
 
 def attention(
