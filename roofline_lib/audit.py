@@ -160,6 +160,17 @@ def _causality(bound: dict) -> tuple[bool, str]:
     return bool(bound.get("is_causal", False)), "top-left"
 
 
+# varlen layout -> (torch's unpacking helper in flop_counter, the sequence-length arguments it takes,
+# named as in the aten op's schema)
+_VARLEN_UNPACKING = {
+    "flash_varlen": ("_unpack_flash_attention_nested_shapes", ("cum_seq_q", "cum_seq_k", "max_q", "max_k")),
+    "efficient_varlen": (
+        "_unpack_efficient_attention_nested_shapes",
+        ("cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k"),
+    ),
+}
+
+
 def _qkv_shapes(layout: str, bound: dict):
     """Yield (b, h_q, s_q, d_q), (.., s_k, ..), (.., d_v) per sequence."""
     q, k, v = bound["query"], bound["key"], bound["value"]
@@ -167,26 +178,8 @@ def _qkv_shapes(layout: str, bound: dict):
         yield tuple(q.shape), tuple(k.shape), tuple(v.shape)
         return
     # nested / varlen inputs: reuse torch's unpacking so shapes agree with its formulas
-    if layout == "flash_varlen":
-        shapes = _fc._unpack_flash_attention_nested_shapes(
-            query=q,
-            key=k,
-            value=v,
-            cum_seq_q=bound["cum_seq_q"],
-            cum_seq_k=bound["cum_seq_k"],
-            max_q=bound["max_q"],
-            max_k=bound["max_k"],
-        )
-    else:
-        shapes = _fc._unpack_efficient_attention_nested_shapes(
-            query=q,
-            key=k,
-            value=v,
-            cu_seqlens_q=bound["cu_seqlens_q"],
-            cu_seqlens_k=bound["cu_seqlens_k"],
-            max_seqlen_q=bound["max_seqlen_q"],
-            max_seqlen_k=bound["max_seqlen_k"],
-        )
+    unpack, length_args = _VARLEN_UNPACKING[layout]
+    shapes = getattr(_fc, unpack)(query=q, key=k, value=v, **{name: bound[name] for name in length_args})
     for q_shape, k_shape, v_shape, _ in shapes:
         yield tuple(q_shape), tuple(k_shape), tuple(v_shape)
 
