@@ -86,38 +86,38 @@ class PartResult:
     message: str = ""
 
 
+class _Totals:
+    """``marks`` and ``max_marks`` summed over the results a result is made of (named by ``_scored``)."""
+
+    _scored = ""
+
+    @property
+    def marks(self) -> int:
+        return sum(r.marks for r in getattr(self, self._scored))
+
+    @property
+    def max_marks(self) -> int:
+        return sum(r.max_marks for r in getattr(self, self._scored))
+
+
 @dataclass
-class NotebookResult:
+class NotebookResult(_Totals):
     path: str
     exercise: str
     title: str
     parts: list[PartResult]
     problem: str = ""
     seconds: float = 0.0
-
-    @property
-    def marks(self) -> int:
-        return sum(p.marks for p in self.parts)
-
-    @property
-    def max_marks(self) -> int:
-        return sum(p.max_marks for p in self.parts)
+    _scored = "parts"
 
 
 @dataclass
-class StudentResult:
+class StudentResult(_Totals):
     student: str
     path: str
     notebooks: list[NotebookResult] = field(default_factory=list)
     problem: str = ""
-
-    @property
-    def marks(self) -> int:
-        return sum(n.marks for n in self.notebooks)
-
-    @property
-    def max_marks(self) -> int:
-        return sum(n.max_marks for n in self.notebooks)
+    _scored = "notebooks"
 
 
 def _part_result(part: key.Part, status: str, message: str = "") -> PartResult:
