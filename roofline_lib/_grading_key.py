@@ -692,348 +692,327 @@ _RIDGE = "The ridge point is where the two roofs meet: peak FLOP/s over bytes/s.
 _INTENSITY = "Arithmetic intensity is FLOPs over the bytes that cross the memory bus, both directions."
 _JUDGE_BY_ROOF = "A kernel is judged against the roof that binds it."
 
+
+def _asks(key, title, judge, name, *args, **kwargs) -> Part:
+    """A part that asks for the one entry ``name``, judged by ``judge(name, *args, **kwargs)``."""
+    return Part(key, title, (name,), judge(name, *args, **kwargs))
+
+
+def _function_part(key, title, name, reference, probes, refuse, concept, *, fields=None, units=None) -> Part:
+    """A part that calls the student's function ``name`` on ``probes(rng, refuse=refuse)``."""
+    return Part(
+        key,
+        title,
+        (name,),
+        function(name, reference, fields=fields, units=units, concept=concept),
+        probes=lambda rng: probes(rng, refuse=refuse),
+    )
+
+
+def _ex2_ridge_part(key, chip) -> Part:
+    """Exercise 2's ridge of chip ``chip`` ("p" or "q"); the inverted ratio is its trap."""
+    peak, hbm = f"{chip}_bf16", f"{chip}_hbm"  # keys of EX2, read when judged
+    return _asks(
+        key,
+        f"ridge of chip {chip.upper()}",
+        number,
+        f"ridge_{chip}",
+        lambda: EX2[peak] / EX2[hbm],
+        "FLOP/byte",
+        _RIDGE,
+        traps=[(lambda: EX2[hbm] / EX2[peak], "the ridge is FLOP per byte, not bytes per FLOP.")],
+    )
+
+
+def _ex2_ceiling_part(key, chip, trap) -> Part:
+    """Exercise 2's roofline ceiling of chip ``chip`` at the kernel's intensity; ``trap`` is (value, hint)."""
+    peak, hbm = f"{chip}_bf16", f"{chip}_hbm"  # keys of EX2, read when judged
+    return _asks(
+        key,
+        f"ceiling on {chip.upper()}",
+        number,
+        f"ceiling_{chip}_flops_per_s",
+        lambda: min(EX2[peak], EX2[hbm] * EX2["intensity"]),
+        "FLOP/s",
+        _ROOF,
+        traps=[trap],
+    )
+
+
 _PART_LIST: list[Part] = [
     # ------------------------------------------------------------------ ex1
-    Part(
+    _asks(
         "ex1-a",
         "intensity from the profile",
-        ("intensity",),
-        number(
-            "intensity",
-            _ex1_intensity,
-            "FLOP/byte",
-            _INTENSITY,
-            traps=[(lambda: EX1["flop"] / EX1["read_bytes"], "the write of the output crosses the memory bus too.")],
-        ),
+        number,
+        "intensity",
+        _ex1_intensity,
+        "FLOP/byte",
+        _INTENSITY,
+        traps=[(lambda: EX1["flop"] / EX1["read_bytes"], "the write of the output crosses the memory bus too.")],
     ),
-    Part(
+    _asks(
         "ex1-b",
         "the fp32 ridge of the datasheet",
-        ("ridge_fp32",),
-        number(
-            "ridge_fp32",
-            lambda: EX1["fp32_flops_per_s"] / EX1["hbm_bytes_per_s"],
-            "FLOP/byte",
-            _RIDGE,
-            traps=[
-                (
-                    lambda: EX1["bf16_flops_per_s"] / EX1["hbm_bytes_per_s"],
-                    "element-wise fp32 arithmetic runs on the vector units, not the matrix units: "
-                    "read the datasheet line of the precision the kernel computes in.",
-                )
-            ],
-        ),
+        number,
+        "ridge_fp32",
+        lambda: EX1["fp32_flops_per_s"] / EX1["hbm_bytes_per_s"],
+        "FLOP/byte",
+        _RIDGE,
+        traps=[
+            (
+                lambda: EX1["bf16_flops_per_s"] / EX1["hbm_bytes_per_s"],
+                "element-wise fp32 arithmetic runs on the vector units, not the matrix units: "
+                "read the datasheet line of the precision the kernel computes in.",
+            )
+        ],
     ),
-    Part(
+    _asks(
         "ex1-c",
         "which roof binds",
-        ("binding_roof",),
-        choice(
-            "binding_roof",
-            lambda: "memory" if _ex1_intensity() < EX1["fp32_flops_per_s"] / EX1["hbm_bytes_per_s"] else "compute",
-            ("memory", "compute"),
-            "Compare the intensity with the ridge.",
-        ),
+        choice,
+        "binding_roof",
+        lambda: "memory" if _ex1_intensity() < EX1["fp32_flops_per_s"] / EX1["hbm_bytes_per_s"] else "compute",
+        ("memory", "compute"),
+        "Compare the intensity with the ridge.",
     ),
-    Part(
+    _asks(
         "ex1-d",
         "fraction of the bandwidth roof",
-        ("fraction_of_bandwidth",),
-        number(
-            "fraction_of_bandwidth",
-            lambda: _ex1_bytes_per_s(EX1["seconds"]) / EX1["hbm_bytes_per_s"],
-            "fraction",
-            "Achieved bytes per second over the datasheet's bandwidth.",
-            traps=[
-                (
-                    lambda: EX1["flop"] / EX1["seconds"] / EX1["fp32_flops_per_s"],
-                    "that is the profiler's share of the compute peak; " + _JUDGE_BY_ROOF,
-                )
-            ],
-        ),
+        number,
+        "fraction_of_bandwidth",
+        lambda: _ex1_bytes_per_s(EX1["seconds"]) / EX1["hbm_bytes_per_s"],
+        "fraction",
+        "Achieved bytes per second over the datasheet's bandwidth.",
+        traps=[
+            (
+                lambda: EX1["flop"] / EX1["seconds"] / EX1["fp32_flops_per_s"],
+                "that is the profiler's share of the compute peak; " + _JUDGE_BY_ROOF,
+            )
+        ],
     ),
-    Part(
+    _asks(
         "ex1-e",
         "the best share of the fp32 peak",
-        ("best_share_of_peak",),
-        number(
-            "best_share_of_peak",
-            lambda: min(EX1["fp32_flops_per_s"], _ex1_intensity() * EX1["hbm_bytes_per_s"]) / EX1["fp32_flops_per_s"],
-            "fraction",
-            "A perfect kernel runs on its ceiling. " + _ROOF,
-        ),
+        number,
+        "best_share_of_peak",
+        lambda: min(EX1["fp32_flops_per_s"], _ex1_intensity() * EX1["hbm_bytes_per_s"]) / EX1["fp32_flops_per_s"],
+        "fraction",
+        "A perfect kernel runs on its ceiling. " + _ROOF,
     ),
-    Part(
+    _asks(
         "ex1-f",
         "the measurement that settles it",
-        ("settling_measurement",),
-        choice("settling_measurement", "C", ("A", "B", "C", "D"), _JUDGE_BY_ROOF),
+        choice,
+        "settling_measurement",
+        "C",
+        ("A", "B", "C", "D"),
+        _JUDGE_BY_ROOF,
     ),
-    Part(
-        "ex1-g",
-        "why that measurement",
-        ("settling_reason",),
-        choice("settling_reason", 2, (1, 2, 3, 4), _JUDGE_BY_ROOF),
-    ),
-    Part(
+    _asks("ex1-g", "why that measurement", choice, "settling_reason", 2, (1, 2, 3, 4), _JUDGE_BY_ROOF),
+    _asks(
         "ex1-h",
         "the 110 us re-run",
-        ("rerun_verdict",),
-        choice(
-            "rerun_verdict",
-            "D",
-            ("A", "B", "C", "D"),
-            "Turn the new time into bytes per second and hold it against the roof.",
-        ),
+        choice,
+        "rerun_verdict",
+        "D",
+        ("A", "B", "C", "D"),
+        "Turn the new time into bytes per second and hold it against the roof.",
     ),
     # ------------------------------------------------------------------ ex2
-    Part(
-        "ex2-a",
-        "ridge of chip P",
-        ("ridge_p",),
-        number(
-            "ridge_p",
-            lambda: EX2["p_bf16"] / EX2["p_hbm"],
-            "FLOP/byte",
-            _RIDGE,
-            traps=[(lambda: EX2["p_hbm"] / EX2["p_bf16"], "the ridge is FLOP per byte, not bytes per FLOP.")],
-        ),
+    _ex2_ridge_part("ex2-a", "p"),
+    _ex2_ridge_part("ex2-b", "q"),
+    _ex2_ceiling_part(
+        "ex2-c", "p", (lambda: EX2["p_bf16"], "that is the compute roof; on which side of P's ridge is the kernel?")
     ),
-    Part(
-        "ex2-b",
-        "ridge of chip Q",
-        ("ridge_q",),
-        number(
-            "ridge_q",
-            lambda: EX2["q_bf16"] / EX2["q_hbm"],
-            "FLOP/byte",
-            _RIDGE,
-            traps=[(lambda: EX2["q_hbm"] / EX2["q_bf16"], "the ridge is FLOP per byte, not bytes per FLOP.")],
-        ),
-    ),
-    Part(
-        "ex2-c",
-        "ceiling on P",
-        ("ceiling_p_flops_per_s",),
-        number(
-            "ceiling_p_flops_per_s",
-            lambda: min(EX2["p_bf16"], EX2["p_hbm"] * EX2["intensity"]),
-            "FLOP/s",
-            _ROOF,
-            traps=[(lambda: EX2["p_bf16"], "that is the compute roof; on which side of P's ridge is the kernel?")],
-        ),
-    ),
-    Part(
+    _ex2_ceiling_part(
         "ex2-d",
-        "ceiling on Q",
-        ("ceiling_q_flops_per_s",),
-        number(
-            "ceiling_q_flops_per_s",
-            lambda: min(EX2["q_bf16"], EX2["q_hbm"] * EX2["intensity"]),
-            "FLOP/s",
-            _ROOF,
-            traps=[
-                (
-                    lambda: EX2["q_hbm"] * EX2["intensity"],
-                    "that is the memory roof at this intensity, which lies above Q's compute roof.",
-                )
-            ],
+        "q",
+        (
+            lambda: EX2["q_hbm"] * EX2["intensity"],
+            "that is the memory roof at this intensity, which lies above Q's compute roof.",
         ),
     ),
-    Part(
+    _asks(
         "ex2-e",
         "what moving from Q to P does",
-        ("machine_change",),
-        choice(
-            "machine_change", "A", ("A", "B", "C", "D"), "Decide the bound on each chip, then compare the ceilings."
-        ),
+        choice,
+        "machine_change",
+        "A",
+        ("A", "B", "C", "D"),
+        "Decide the bound on each chip, then compare the ceilings.",
     ),
-    Part(
+    _asks(
         "ex2-f",
         "why",
-        ("machine_change_reason",),
-        choice("machine_change_reason", 3, (1, 2, 3, 4), "Where does each chip's ridge sit relative to the kernel?"),
+        choice,
+        "machine_change_reason",
+        3,
+        (1, 2, 3, 4),
+        "Where does each chip's ridge sit relative to the kernel?",
     ),
-    Part(
-        "ex2-g",
-        "write ceiling()",
-        ("ceiling",),
-        function("ceiling", ref_ceiling, units={"result": "FLOP/s"}, concept=_ROOF),
-        probes=lambda rng: _ceiling_probes(rng, refuse=False),
-    ),
-    Part(
-        "ex2-h",
-        "ceiling() refuses what has no answer",
-        ("ceiling",),
-        function(
-            "ceiling",
-            ref_ceiling,
-            units={"result": "FLOP/s"},
-            concept="An accelerator without compute in a format has no roof for it, and an intensity "
-            "must be a positive number of FLOP/byte.",
-        ),
-        probes=lambda rng: _ceiling_probes(rng, refuse=True),
+    *(
+        _function_part(key, title, "ceiling", ref_ceiling, _ceiling_probes, refuse, concept, units={"result": "FLOP/s"})
+        for key, title, refuse, concept in (
+            ("ex2-g", "write ceiling()", False, _ROOF),
+            (
+                "ex2-h",
+                "ceiling() refuses what has no answer",
+                True,
+                "An accelerator without compute in a format has no roof for it, and an intensity "
+                "must be a positive number of FLOP/byte.",
+            ),
+        )
     ),
     # ------------------------------------------------------------------ ex3
-    Part(
+    _asks(
         "ex3-a",
         "parameters from the config",
-        ("n_params",),
-        number(
-            "n_params",
-            _ex3_params,
-            "parameters",
-            "Count every weight matrix of one layer (attention projections and the MLP), times the "
-            "layers, plus the embedding and output matrices.",
-            traps=[
-                (
-                    lambda: _ex3_params(kv_heads=EX3["num_attention_heads"]),
-                    "with grouped-query attention the key and value projections have only num_key_value_heads heads.",
-                ),
-                (lambda: _ex3_params(mlp_matrices=2), "a gated MLP has three matrices, not two."),
-                (lambda: _ex3_params(tied=True), "the embeddings are not tied: the output head is a second matrix."),
-            ],
-        ),
+        number,
+        "n_params",
+        _ex3_params,
+        "parameters",
+        "Count every weight matrix of one layer (attention projections and the MLP), times the "
+        "layers, plus the embedding and output matrices.",
+        traps=[
+            (
+                lambda: _ex3_params(kv_heads=EX3["num_attention_heads"]),
+                "with grouped-query attention the key and value projections have only num_key_value_heads heads.",
+            ),
+            (lambda: _ex3_params(mlp_matrices=2), "a gated MLP has three matrices, not two."),
+            (lambda: _ex3_params(tied=True), "the embeddings are not tied: the output head is a second matrix."),
+        ],
     ),
-    Part(
+    _asks(
         "ex3-b",
         "training FLOPs",
-        ("training_flops",),
-        number(
-            "training_flops",
-            lambda: 6 * _ex3_params() * EX3["tokens"],
-            "FLOP",
-            "Training costs about 6 FLOP per parameter per token: 2 forward, 4 backward.",
-            traps=[(lambda: 2 * _ex3_params() * EX3["tokens"], "that counts the forward pass only.")],
-        ),
+        number,
+        "training_flops",
+        lambda: 6 * _ex3_params() * EX3["tokens"],
+        "FLOP",
+        "Training costs about 6 FLOP per parameter per token: 2 forward, 4 backward.",
+        traps=[(lambda: 2 * _ex3_params() * EX3["tokens"], "that counts the forward pass only.")],
     ),
-    Part(
+    _asks(
         "ex3-c",
         "accelerator-days",
-        ("accelerator_days",),
-        number(
-            "accelerator_days",
-            lambda: 6 * _ex3_params() * EX3["tokens"] / (EX3["mfu"] * EX3["bf16_flops_per_s"]) / 86400,
-            "days",
-            "MFU is the share of the dense peak that does model FLOPs; a day has 86,400 s.",
-            rel_tol=0.02,
-            traps=[
-                (
-                    lambda: 6 * _ex3_params() * EX3["tokens"] * EX3["mfu"] / EX3["bf16_flops_per_s"] / 86400,
-                    "MFU scales the peak down, so it lengthens the run.",
-                )
-            ],
-        ),
+        number,
+        "accelerator_days",
+        lambda: 6 * _ex3_params() * EX3["tokens"] / (EX3["mfu"] * EX3["bf16_flops_per_s"]) / 86400,
+        "days",
+        "MFU is the share of the dense peak that does model FLOPs; a day has 86,400 s.",
+        rel_tol=0.02,
+        traps=[
+            (
+                lambda: 6 * _ex3_params() * EX3["tokens"] * EX3["mfu"] / EX3["bf16_flops_per_s"] / 86400,
+                "MFU scales the peak down, so it lengthens the run.",
+            )
+        ],
     ),
-    Part(
+    _asks(
         "ex3-d",
         "does it fit on one card",
-        ("fits_on_one",),
-        choice(
-            "fits_on_one",
-            lambda: _ex3_params() * EX3["bytes_per_param"] <= EX3["memory_bytes"],
-            (True, False),
-            "Weights in bytes = parameters x bytes per parameter; compare with the card's memory.",
-        ),
+        choice,
+        "fits_on_one",
+        lambda: _ex3_params() * EX3["bytes_per_param"] <= EX3["memory_bytes"],
+        (True, False),
+        "Weights in bytes = parameters x bytes per parameter; compare with the card's memory.",
     ),
-    Part(
+    _asks(
         "ex3-e",
         "the fewest cards",
-        ("min_cards",),
-        choice(
-            "min_cards",
-            _ex3_cards,
-            tuple(range(1, 17)),
-            "A part of a card holds nothing: round the number of cards up.",
-        ),
+        choice,
+        "min_cards",
+        _ex3_cards,
+        tuple(range(1, 17)),
+        "A part of a card holds nothing: round the number of cards up.",
     ),
-    Part(
+    _asks(
         "ex3-f",
         "the decode ceiling",
-        ("decode_tokens_per_s",),
-        number(
-            "decode_tokens_per_s",
-            lambda: _ex3_tokens_per_s(_ex3_cards()),
-            "tokens/s",
-            "Each token reads every weight once; the cards read their shares at the same time.",
-            traps=[
-                (lambda: _ex3_tokens_per_s(1), "the weights do not fit on one card."),
-                (lambda: _ex3_tokens_per_s(_ex3_cards() - 1), "count the cards that actually hold the weights."),
-            ],
-        ),
+        number,
+        "decode_tokens_per_s",
+        lambda: _ex3_tokens_per_s(_ex3_cards()),
+        "tokens/s",
+        "Each token reads every weight once; the cards read their shares at the same time.",
+        traps=[
+            (lambda: _ex3_tokens_per_s(1), "the weights do not fit on one card."),
+            (lambda: _ex3_tokens_per_s(_ex3_cards() - 1), "count the cards that actually hold the weights."),
+        ],
     ),
-    Part(
+    _asks(
         "ex3-g",
         "what limits batch-1 decode",
-        ("decode_limit",),
-        choice("decode_limit", "B", ("A", "B", "C", "D"), "Work out decode's intensity and compare it with the ridge."),
+        choice,
+        "decode_limit",
+        "B",
+        ("A", "B", "C", "D"),
+        "Work out decode's intensity and compare it with the ridge.",
     ),
-    Part(
+    _asks(
         "ex3-h",
         "why",
-        ("decode_limit_reason",),
-        choice("decode_limit_reason", 1, (1, 2, 3, 4), "Work out decode's intensity and compare it with the ridge."),
+        choice,
+        "decode_limit_reason",
+        1,
+        (1, 2, 3, 4),
+        "Work out decode's intensity and compare it with the ridge.",
     ),
     # ------------------------------------------------------------------ ex4
-    Part(
+    _asks(
         "ex4-a",
         "QK^T FLOPs",
-        ("qk_flops",),
-        number(
-            "qk_flops",
-            lambda: _ex4_naive()[0],
-            "FLOP",
-            "A multiply-add is 2 FLOP.",
-            traps=[(lambda: _ex4_naive()[0] / 2, "a multiply-add counts as 2 FLOP.")],
-        ),
+        number,
+        "qk_flops",
+        lambda: _ex4_naive()[0],
+        "FLOP",
+        "A multiply-add is 2 FLOP.",
+        traps=[(lambda: _ex4_naive()[0] / 2, "a multiply-add counts as 2 FLOP.")],
     ),
-    Part(
+    _asks(
         "ex4-b",
         "QK^T bytes",
-        ("qk_bytes",),
-        number(
-            "qk_bytes",
-            lambda: _ex4_naive()[1],
-            "bytes",
-            "Every tensor that crosses the memory bus, once, at its width: both inputs and the output.",
-            traps=[
-                (
-                    lambda: EX4["bytes_per_elem"] * 2 * EX4["seq"] * EX4["head_dim"],
-                    "the naive kernel writes the whole score matrix to memory.",
-                ),
-                (lambda: EX4["bytes_per_elem"] * EX4["seq"] ** 2, "Q and K are read too."),
-            ],
-        ),
+        number,
+        "qk_bytes",
+        lambda: _ex4_naive()[1],
+        "bytes",
+        "Every tensor that crosses the memory bus, once, at its width: both inputs and the output.",
+        traps=[
+            (
+                lambda: EX4["bytes_per_elem"] * 2 * EX4["seq"] * EX4["head_dim"],
+                "the naive kernel writes the whole score matrix to memory.",
+            ),
+            (lambda: EX4["bytes_per_elem"] * EX4["seq"] ** 2, "Q and K are read too."),
+        ],
     ),
-    Part(
+    _asks(
         "ex4-c",
         "QK^T intensity",
-        ("qk_intensity",),
-        number("qk_intensity", lambda: _ex4_naive()[0] / _ex4_naive()[1], "FLOP/byte", _INTENSITY),
+        number,
+        "qk_intensity",
+        lambda: _ex4_naive()[0] / _ex4_naive()[1],
+        "FLOP/byte",
+        _INTENSITY,
     ),
-    Part(
+    _asks(
         "ex4-d",
         "where it sits",
-        ("qk_bound",),
-        choice(
-            "qk_bound",
-            lambda: "memory" if _ex4_naive()[0] / _ex4_naive()[1] < _ex4_ridge() else "compute",
-            ("memory", "compute"),
-            "Compare the intensity with this chip's ridge.",
-        ),
+        choice,
+        "qk_bound",
+        lambda: "memory" if _ex4_naive()[0] / _ex4_naive()[1] < _ex4_ridge() else "compute",
+        ("memory", "compute"),
+        "Compare the intensity with this chip's ridge.",
     ),
-    Part(
+    _asks(
         "ex4-e",
         "what FlashAttention changes",
-        ("flash_change",),
-        choice("flash_change", "C", ("A", "B", "C", "D"), "Which count, FLOPs or bytes, does fusion change?"),
+        choice,
+        "flash_change",
+        "C",
+        ("A", "B", "C", "D"),
+        "Which count, FLOPs or bytes, does fusion change?",
     ),
-    Part(
-        "ex4-f",
-        "why",
-        ("flash_reason",),
-        choice("flash_reason", 4, (1, 2, 3, 4), "Which count, FLOPs or bytes, does fusion change?"),
-    ),
+    _asks("ex4-f", "why", choice, "flash_reason", 4, (1, 2, 3, 4), "Which count, FLOPs or bytes, does fusion change?"),
     Part(
         "ex4-g",
         "the fused kernel",
@@ -1054,102 +1033,98 @@ _PART_LIST: list[Part] = [
             ),
         ),
     ),
-    Part(
+    _asks(
         "ex4-h",
         "the naive intensity as s grows",
-        ("naive_intensity_limit",),
-        number(
-            "naive_intensity_limit",
-            lambda: 2 * EX4["head_dim"] / EX4["bytes_per_elem"],
-            "FLOP/byte",
-            "Write the intensity as a function of s and let s grow: which terms dominate?",
-        ),
+        number,
+        "naive_intensity_limit",
+        lambda: 2 * EX4["head_dim"] / EX4["bytes_per_elem"],
+        "FLOP/byte",
+        "Write the intensity as a function of s and let s grow: which terms dominate?",
     ),
-    Part(
+    _asks(
         "ex4-i",
         "longer sequences",
-        ("longer_sequence",),
-        choice("longer_sequence", "A", ("A", "B", "C", "D"), "Compare the limit of part h with the ridge."),
+        choice,
+        "longer_sequence",
+        "A",
+        ("A", "B", "C", "D"),
+        "Compare the limit of part h with the ridge.",
     ),
     # ------------------------------------------------------------------ ex5
-    Part(
-        "ex5-a",
-        "write precision_sweep()",
-        ("precision_sweep",),
-        function("precision_sweep", ref_sweep, fields=_SWEEP_FIELDS, units=_SWEEP_UNITS, concept=_ROOF),
-        probes=lambda rng: _sweep_probes(rng, refuse=None),
-    ),
-    Part(
-        "ex5-b",
-        "refuse a precision the chip lacks",
-        ("precision_sweep",),
-        function(
+    *(
+        _function_part(
+            key,
+            title,
             "precision_sweep",
             ref_sweep,
+            _sweep_probes,
+            refuse,
+            concept,
             fields=_SWEEP_FIELDS,
             units=_SWEEP_UNITS,
-            concept="A chip without compute in a format cannot have run the kernel in it.",
-        ),
-        probes=lambda rng: _sweep_probes(rng, refuse="precision"),
+        )
+        for key, title, refuse, concept in (
+            ("ex5-a", "write precision_sweep()", None, _ROOF),
+            (
+                "ex5-b",
+                "refuse a precision the chip lacks",
+                "precision",
+                "A chip without compute in a format cannot have run the kernel in it.",
+            ),
+            (
+                "ex5-c",
+                "refuse an impossible timing",
+                "timing",
+                "No measurement can beat its roof; one that does is a measuring mistake.",
+            ),
+        )
     ),
-    Part(
-        "ex5-c",
-        "refuse an impossible timing",
-        ("precision_sweep",),
-        function(
-            "precision_sweep",
-            ref_sweep,
-            fields=_SWEEP_FIELDS,
-            units=_SWEEP_UNITS,
-            concept="No measurement can beat its roof; one that does is a measuring mistake.",
-        ),
-        probes=lambda rng: _sweep_probes(rng, refuse="timing"),
-    ),
-    Part(
+    _asks(
         "ex5-d",
         "efficiency per width",
-        ("efficiency_by_dtype",),
-        dict_of_numbers(
-            "efficiency_by_dtype", _ex5_efficiency, "fraction", "Achieved FLOP/s over the ceiling at that width."
-        ),
+        dict_of_numbers,
+        "efficiency_by_dtype",
+        _ex5_efficiency,
+        "fraction",
+        "Achieved FLOP/s over the ceiling at that width.",
     ),
-    Part(
+    _asks(
         "ex5-e",
         "the fastest possible bf16 time on Ibis",
-        ("ibis_bf16_floor_seconds",),
-        number(
-            "ibis_bf16_floor_seconds",
-            lambda: EX5["elems"] * WIDTHS["bf16"] / EX5["ibis"]["hbm_bytes_per_s"],
-            "seconds",
-            "A memory-bound kernel can go no faster than its bytes over the bandwidth.",
-            traps=[
-                (
-                    lambda: EX5["elems"] * WIDTHS["fp32"] / EX5["ibis"]["hbm_bytes_per_s"],
-                    "bf16 is 2 bytes per element.",
-                ),
-                (
-                    lambda: EX5["flops"] / EX5["ibis"]["peak_flops_per_s"]["bf16"],
-                    "that is the compute roof's time; this kernel is far left of the ridge.",
-                ),
-            ],
-        ),
+        number,
+        "ibis_bf16_floor_seconds",
+        lambda: EX5["elems"] * WIDTHS["bf16"] / EX5["ibis"]["hbm_bytes_per_s"],
+        "seconds",
+        "A memory-bound kernel can go no faster than its bytes over the bandwidth.",
+        traps=[
+            (
+                lambda: EX5["elems"] * WIDTHS["fp32"] / EX5["ibis"]["hbm_bytes_per_s"],
+                "bf16 is 2 bytes per element.",
+            ),
+            (
+                lambda: EX5["flops"] / EX5["ibis"]["peak_flops_per_s"]["bf16"],
+                "that is the compute roof's time; this kernel is far left of the ridge.",
+            ),
+        ],
     ),
-    Part(
+    _asks(
         "ex5-f",
         "what is wrong with the copied sweep",
-        ("copied_sweep",),
-        choice(
-            "copied_sweep",
-            "D",
-            ("A", "B", "C", "D"),
-            "Check each row against the datasheet: the formats, then the roof.",
-        ),
+        choice,
+        "copied_sweep",
+        "D",
+        ("A", "B", "C", "D"),
+        "Check each row against the datasheet: the formats, then the roof.",
     ),
-    Part(
+    _asks(
         "ex5-g",
         "why the bf16 row cannot be real",
-        ("copied_sweep_reason",),
-        choice("copied_sweep_reason", 2, (1, 2, 3, 4), "No measurement can beat its roof."),
+        choice,
+        "copied_sweep_reason",
+        2,
+        (1, 2, 3, 4),
+        "No measurement can beat its roof.",
     ),
 ]
 
@@ -1160,135 +1135,122 @@ _OVERLAP = (
 _RING = "A ring all-reduce is a reduce-scatter then an all-gather; in each, a rank sends n - 1 chunks of S / n."
 
 _PART_LIST += [
-    Part(
+    _asks(
         "ex6-a",
         "the gradient message",
-        ("gradient_bytes",),
-        number(
-            "gradient_bytes",
-            lambda: EX6["n_params"] * EX6["grad_bytes_per_param"],
-            "bytes",
-            "One gradient per parameter, at the width the gradients are sent in.",
-            traps=[(lambda: EX6["n_params"] * 4, "the gradients are sent in bf16, 2 bytes each.")],
-        ),
+        number,
+        "gradient_bytes",
+        lambda: EX6["n_params"] * EX6["grad_bytes_per_param"],
+        "bytes",
+        "One gradient per parameter, at the width the gradients are sent in.",
+        traps=[(lambda: EX6["n_params"] * 4, "the gradients are sent in bf16, 2 bytes each.")],
     ),
-    Part(
+    _asks(
         "ex6-b",
         "bytes each accelerator sends",
-        ("bytes_sent_per_gpu",),
-        number(
-            "bytes_sent_per_gpu",
-            lambda: 2 * (EX6["n_gpus"] - 1) / EX6["n_gpus"] * EX6["n_params"] * EX6["grad_bytes_per_param"],
-            "bytes",
-            _RING,
-            traps=[
-                (
-                    lambda: EX6["n_params"] * EX6["grad_bytes_per_param"],
-                    "each byte of the gradient leaves a rank about twice: once in the reduce-scatter, once in the all-gather.",
-                ),
-                (
-                    lambda: (EX6["n_gpus"] - 1) / EX6["n_gpus"] * EX6["n_params"] * EX6["grad_bytes_per_param"],
-                    "that is one of the two phases only.",
-                ),
-            ],
-        ),
+        number,
+        "bytes_sent_per_gpu",
+        lambda: 2 * (EX6["n_gpus"] - 1) / EX6["n_gpus"] * EX6["n_params"] * EX6["grad_bytes_per_param"],
+        "bytes",
+        _RING,
+        traps=[
+            (
+                lambda: EX6["n_params"] * EX6["grad_bytes_per_param"],
+                "each byte of the gradient leaves a rank about twice: once in the reduce-scatter, once in the all-gather.",
+            ),
+            (
+                lambda: (EX6["n_gpus"] - 1) / EX6["n_gpus"] * EX6["n_params"] * EX6["grad_bytes_per_param"],
+                "that is one of the two phases only.",
+            ),
+        ],
     ),
-    Part(
+    _asks(
         "ex6-c",
         "the all-reduce time",
-        ("allreduce_seconds",),
-        number(
-            "allreduce_seconds",
-            lambda: _ex6_comms_seconds(EX6["n_gpus"]),
-            "seconds",
-            "Alpha-beta: a fixed cost per message sent one after another, plus the bytes over the link bandwidth.",
-            traps=[(lambda: _ex6_comms_seconds(EX6["n_gpus"]) / 2, "count both phases of the ring.")],
-        ),
+        number,
+        "allreduce_seconds",
+        lambda: _ex6_comms_seconds(EX6["n_gpus"]),
+        "seconds",
+        "Alpha-beta: a fixed cost per message sent one after another, plus the bytes over the link bandwidth.",
+        traps=[(lambda: _ex6_comms_seconds(EX6["n_gpus"]) / 2, "count both phases of the ring.")],
     ),
-    Part(
+    _asks(
         "ex6-d",
         "the compute time of a step",
-        ("compute_seconds",),
-        number(
-            "compute_seconds",
-            lambda: _ex6_compute_seconds(EX6["tokens_per_gpu"]),
-            "seconds",
-            "Training costs about 6 FLOP per parameter per token; MFU is the share of the peak that does them.",
-            traps=[
-                (
-                    lambda: 6 * EX6["n_params"] * EX6["tokens_per_gpu"] / EX6["bf16_flops_per_s"],
-                    "the run reaches its MFU, not the peak.",
-                )
-            ],
-        ),
+        number,
+        "compute_seconds",
+        lambda: _ex6_compute_seconds(EX6["tokens_per_gpu"]),
+        "seconds",
+        "Training costs about 6 FLOP per parameter per token; MFU is the share of the peak that does them.",
+        traps=[
+            (
+                lambda: 6 * EX6["n_params"] * EX6["tokens_per_gpu"] / EX6["bf16_flops_per_s"],
+                "the run reaches its MFU, not the peak.",
+            )
+        ],
     ),
-    Part(
+    _asks(
         "ex6-e",
         "hidden at 16 accelerators?",
-        ("hidden_at_16",),
-        choice(
-            "hidden_at_16", lambda: _ex6_exposed(EX6["n_gpus"], EX6["tokens_per_gpu"]) == 0, (True, False), _OVERLAP
-        ),
+        choice,
+        "hidden_at_16",
+        lambda: _ex6_exposed(EX6["n_gpus"], EX6["tokens_per_gpu"]) == 0,
+        (True, False),
+        _OVERLAP,
     ),
-    Part(
+    _asks(
         "ex6-f",
         "exposed time at 128 accelerators",
-        ("exposed_seconds_128",),
-        number(
-            "exposed_seconds_128",
-            lambda: _ex6_exposed(EX6["n_gpus_large"], EX6["global_tokens"] / EX6["n_gpus_large"]),
-            "seconds",
-            _OVERLAP + " With the global batch fixed, each accelerator computes on fewer tokens.",
-            traps=[
-                (
-                    lambda: (
-                        _ex6_comms_seconds(EX6["n_gpus_large"])
-                        - _ex6_compute_seconds(EX6["global_tokens"] / EX6["n_gpus_large"])
-                    ),
-                    "the all-reduce cannot hide under the forward pass: its gradients do not exist yet.",
+        number,
+        "exposed_seconds_128",
+        lambda: _ex6_exposed(EX6["n_gpus_large"], EX6["global_tokens"] / EX6["n_gpus_large"]),
+        "seconds",
+        _OVERLAP + " With the global batch fixed, each accelerator computes on fewer tokens.",
+        traps=[
+            (
+                lambda: (
+                    _ex6_comms_seconds(EX6["n_gpus_large"])
+                    - _ex6_compute_seconds(EX6["global_tokens"] / EX6["n_gpus_large"])
                 ),
-                (
-                    lambda: _ex6_comms_seconds(EX6["n_gpus_large"]),
-                    "part of the all-reduce still hides under the backward pass.",
-                ),
-            ],
-        ),
+                "the all-reduce cannot hide under the forward pass: its gradients do not exist yet.",
+            ),
+            (
+                lambda: _ex6_comms_seconds(EX6["n_gpus_large"]),
+                "part of the all-reduce still hides under the backward pass.",
+            ),
+        ],
     ),
-    Part(
-        "ex6-g",
-        "write step_seconds()",
-        ("step_seconds",),
-        function("step_seconds", ref_step_seconds, units={"result": "seconds"}, concept=_OVERLAP),
-        probes=lambda rng: _step_probes(rng, refuse=False),
+    *(
+        _function_part(
+            key, title, "step_seconds", ref_step_seconds, _step_probes, refuse, concept, units={"result": "seconds"}
+        )
+        for key, title, refuse, concept in (
+            ("ex6-g", "write step_seconds()", False, _OVERLAP),
+            (
+                "ex6-h",
+                "step_seconds() refuses impossible inputs",
+                True,
+                "A step needs at least one accelerator, a positive number of tokens and an MFU that is a fraction.",
+            ),
+        )
     ),
-    Part(
-        "ex6-h",
-        "step_seconds() refuses impossible inputs",
-        ("step_seconds",),
-        function(
-            "step_seconds",
-            ref_step_seconds,
-            units={"result": "seconds"},
-            concept="A step needs at least one accelerator, a positive number of tokens and an MFU that is a fraction.",
-        ),
-        probes=lambda rng: _step_probes(rng, refuse=True),
-    ),
-    Part(
+    _asks(
         "ex6-i",
         "why 128 accelerators stop scaling",
-        ("scaling_limit",),
-        choice(
-            "scaling_limit",
-            "B",
-            ("A", "B", "C", "D"),
-            "Compare how the compute and the all-reduce of one accelerator change with the count.",
-        ),
+        choice,
+        "scaling_limit",
+        "B",
+        ("A", "B", "C", "D"),
+        "Compare how the compute and the all-reduce of one accelerator change with the count.",
     ),
-    Part(
+    _asks(
         "ex6-j",
         "why",
-        ("scaling_reason",),
-        choice("scaling_reason", 1, (1, 2, 3, 4), "What does a ring all-reduce send per rank, as a function of n?"),
+        choice,
+        "scaling_reason",
+        1,
+        (1, 2, 3, 4),
+        "What does a ring all-reduce send per rank, as a function of n?",
     ),
 ]
 
