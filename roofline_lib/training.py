@@ -75,12 +75,17 @@ def _flops_per_token(n_params, convention, n_layers, d_model, seq_len, attention
     return training_flops_per_token(n_params, n_layers, d_model, seq_len, convention, attention_dim=attention_dim)
 
 
+def _cluster_peak(spec, cards: int, precision) -> float:
+    """The dense ``precision`` peak of ``cards`` cards of ``spec``, in FLOP/s."""
+    return cards * spec.peak_flops_per_s(precision)
+
+
 def _utilisation(flops_per_token, tokens_per_s, n_gpus, gpu, precision, what) -> float:
     spec = as_gpu(gpu)
     rate = _positive(tokens_per_s, "tokens_per_s", "tokens per second")
     cards = _positive_int(n_gpus, "n_gpus", "GPUs")
     achieved_flops_per_s = flops_per_token * rate
-    peak_flops_per_s = cards * spec.peak_flops_per_s(precision)  # dense peak of every card
+    peak_flops_per_s = _cluster_peak(spec, cards, precision)
     util = achieved_flops_per_s / peak_flops_per_s
     # the one plausibility rule (roofline.check_plausible), against the peak of every card
     cluster = Roof(
@@ -204,8 +209,7 @@ def expected_tokens_per_s(
     cards = _positive_int(n_gpus, "n_gpus", "GPUs")
     target = _fraction(target_mfu, "target_mfu")
     per_token = _flops_per_token(n_params, convention, n_layers, d_model, seq_len, attention_dim)
-    useful_flops_per_s = target * cards * spec.peak_flops_per_s(precision)
-    return useful_flops_per_s / per_token
+    return target * _cluster_peak(spec, cards, precision) / per_token
 
 
 @dataclass(frozen=True)
@@ -263,7 +267,9 @@ def training_bill(
         price = _positive(usd_per_gpu_hour, "usd_per_gpu_hour", "US dollars per GPU-hour", allow_zero=True)
     per_token = _flops_per_token(n_params, convention, n_layers, d_model, seq_len, attention_dim)
     total_flops = _finite_result(per_token * tokens, "total_flops", "n_params and n_tokens")
-    tokens_per_s = target * cards * spec.peak_flops_per_s(precision) / per_token
+    tokens_per_s = expected_tokens_per_s(
+        n_params, cards, spec, target, precision, convention, n_layers, d_model, seq_len, attention_dim=attention_dim
+    )
     seconds = tokens / tokens_per_s
     gpu_hours = _finite_result(seconds * cards / 3600, "gpu_hours", "n_tokens and n_gpus")  # 3600 s per hour
     return TrainingBill(
