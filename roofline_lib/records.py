@@ -258,9 +258,18 @@ class _Part:
     def _consistent(self, where: str) -> None:
         """Checks across fields; none by default."""
 
-    def _best_under_median(self, where: str) -> None:
+
+class _Timed(_Part):
+    """A part timed twice over: ``seconds`` is the median repetition, ``best_seconds`` the fastest."""
+
+    def _consistent(self, where: str) -> None:
         if self.best_seconds > self.seconds:
             raise RecordError(f"{where}.best_seconds ({self.best_seconds}) exceeds the median seconds ({self.seconds})")
+
+    @staticmethod
+    def _guard(spec: GPUSpec, flops, bytes_moved, seconds, precision: str, what: str) -> None:
+        """The plausibility guard on the FLOP/s and bytes/s of ``flops`` and ``bytes_moved`` done in ``seconds``."""
+        check_plausible(flops / seconds, bytes_moved / seconds, spec, precision, what=what)
 
 
 # --------------------------------------------------------------------------- record parts
@@ -293,7 +302,7 @@ class Provenance(_Part):
 
 
 @dataclass(frozen=True)
-class CopyMeasurement(_Part):
+class CopyMeasurement(_Timed):
     """The memory roof: the better of a copy and an add over buffers of ``buffer_bytes`` each.
 
     ``kernel`` says which one set it (``measure.stream_readings``' definition): "copy" reads one
@@ -326,16 +335,13 @@ class CopyMeasurement(_Part):
         """Fastest repetition's bandwidth: the measured memory roof."""
         return self.bytes_moved / self.best_seconds
 
-    def _consistent(self, where: str) -> None:
-        self._best_under_median(where)
-
     def check(self, spec: GPUSpec) -> None:
         """The plausibility guard: the fastest copy may not beat the HBM roof."""
-        check_plausible(0.0, self.best_bytes_per_s, spec, "bf16", what="the recorded copy")
+        self._guard(spec, 0.0, self.bytes_moved, self.best_seconds, "bf16", "the recorded copy")
 
 
 @dataclass(frozen=True)
-class GemmMeasurement(_Part):
+class GemmMeasurement(_Timed):
     """One ``(m x k) @ (k x n)`` product in ``precision``, counted by :func:`roofline_lib.ops.gemm`."""
 
     WHERE: ClassVar[str] = "gemm[]"
@@ -370,22 +376,14 @@ class GemmMeasurement(_Part):
     def best_flops_per_s(self) -> float:
         return self.flops / self.best_seconds
 
-    def _consistent(self, where: str) -> None:
-        self._best_under_median(where)
-
     def check(self, spec: GPUSpec) -> None:
         """The guard: the fastest repetition may not beat the dense peak in its precision."""
-        check_plausible(
-            self.best_flops_per_s,
-            self.bytes_moved / self.best_seconds,
-            spec,
-            self.precision,
-            what=f"the recorded {self.precision} GEMM {self.m}x{self.n}x{self.k}",
-        )
+        what = f"the recorded {self.precision} GEMM {self.m}x{self.n}x{self.k}"
+        self._guard(spec, self.flops, self.bytes_moved, self.best_seconds, self.precision, what)
 
 
 @dataclass(frozen=True)
-class KernelMeasurement(_Part):
+class KernelMeasurement(_Timed):
     """One demo kernel timed on a GPU, beside its prediction and its unfused torch version.
 
     ``flops`` and ``bytes_moved`` are the fused kernel's counts (ideal HBM traffic);
@@ -443,7 +441,7 @@ class KernelMeasurement(_Part):
         return self.torch_seconds / self.seconds
 
     def _consistent(self, where: str) -> None:
-        self._best_under_median(where)
+        super()._consistent(where)
         floor = self.bytes_moved / self.memory_roof_bytes_per_s
         if self.predicted_seconds < floor * (1 - _DERIVED_RTOL):
             raise RecordError(
@@ -454,21 +452,11 @@ class KernelMeasurement(_Part):
     def check(self, spec: GPUSpec) -> None:
         """The guard on every rate in the row: kernel, unfused torch, and the roof it was predicted on."""
         what = f"the recorded {self.name} kernel"
-        check_plausible(
-            self.flops / self.best_seconds,
-            self.bytes_moved / self.best_seconds,
-            spec,
-            self.compute_precision,
-            what=what,
-        )
-        check_plausible(
-            self.flops / self.torch_seconds,
-            self.torch_bytes_moved / self.torch_seconds,
-            spec,
-            self.compute_precision,
-            what=f"the recorded unfused torch {self.name}",
-        )
-        check_plausible(0.0, self.memory_roof_bytes_per_s, spec, self.compute_precision, what=f"{what}'s memory roof")
+        precision = self.compute_precision
+        self._guard(spec, self.flops, self.bytes_moved, self.best_seconds, precision, what)
+        torch = f"the recorded unfused torch {self.name}"
+        self._guard(spec, self.flops, self.torch_bytes_moved, self.torch_seconds, precision, torch)
+        check_plausible(0.0, self.memory_roof_bytes_per_s, spec, precision, what=f"{what}'s memory roof")
 
     def __str__(self) -> str:
         return (
