@@ -9,6 +9,7 @@ Cells tagged ``nbval-ignore-output`` (timings, addresses) are run but never comp
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from collections import defaultdict
 from pathlib import Path
@@ -40,6 +41,15 @@ def _shown(path: Path) -> str:
         return str(path.resolve().relative_to(ROOT))
     except ValueError:
         return str(path)
+
+
+@pytest.fixture(scope="module")
+def gpu_check():
+    """``tools/gpu_check.py`` loaded as a module (a script, not part of the package), once per test file."""
+    spec = importlib.util.spec_from_file_location("gpu_check_under_test", ROOT / "tools" / "gpu_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def record_path(path: Path) -> Path:

@@ -9,7 +9,6 @@ and answers in the shape FAKE_SMI_SHAPE asks for.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -27,18 +26,6 @@ sys.path.insert(0, str(FAKE))
 import fake_cuda  # noqa: E402 - found through the sys.path entry above
 
 DRIVER = "570.86.15"  # what tests/fakegpu/bin/nvidia-smi reports for both GPUs
-
-
-def _gpu_check():
-    spec = importlib.util.spec_from_file_location("gpu_check_under_test", ROOT / "tools" / "gpu_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def gpu_check():
-    return _gpu_check()
 
 
 @pytest.fixture

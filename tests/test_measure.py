@@ -251,15 +251,7 @@ def test_measured_point_needs_measured_ceilings():
 def test_best_of_keeps_the_fastest_rate_of_each_roof():
     from dataclasses import replace
 
-    slow = MeasuredCeilings(
-        bytes_per_s=30e9,
-        flops_per_s=200e9,
-        device_name="cpu x",
-        precision="fp32",
-        n_threads=2,
-        date="2026-11-29T00:00:00+00:00",
-        torch_version="2.13.0",
-    )
+    slow = _ceilings(bytes_per_s=30e9, flops_per_s=200e9)
     fast_copy = replace(slow, bytes_per_s=45e9, flops_per_s=150e9)
     best = measure.best_of(slow, fast_copy)
     assert best.bytes_per_s == 45e9  # the faster copy reading
@@ -270,15 +262,7 @@ def test_best_of_keeps_the_fastest_rate_of_each_roof():
 def test_best_of_refuses_nothing_mixed_devices_and_other_types():
     from dataclasses import replace
 
-    a = MeasuredCeilings(
-        bytes_per_s=30e9,
-        flops_per_s=200e9,
-        device_name="cpu x",
-        precision="fp32",
-        n_threads=2,
-        date="2026-11-29T00:00:00+00:00",
-        torch_version="2.13.0",
-    )
+    a = _ceilings()
     with pytest.raises(ValueError, match="at least one"):
         measure.best_of()
     with pytest.raises(ValueError, match="one device only"):

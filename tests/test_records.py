@@ -12,7 +12,6 @@ bf16, 67 TFLOP/s fp32):
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -403,19 +402,7 @@ def test_chapters_that_time_gpu_kernels_show_the_record():
             assert "live_gpu()" in text, f"{path.name} must ask record_report.live_gpu() before timing live"
 
 
-# --------------------------------------------------------------------------- tools/gpu_check.py on a CPU
-
-
-def _gpu_check():
-    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "tools" / "gpu_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def gpu_check():
-    return _gpu_check()
+# --------------------------------------------------------------------------- tools/gpu_check.py on a CPU (fixture: conftest.py)
 
 
 def test_gpu_check_refuses_a_machine_without_cuda():
