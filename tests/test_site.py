@@ -262,13 +262,48 @@ def test_each_frozen_explorer_is_a_figure_that_says_where_it_is_live(site, pages
     assert CHAPTER_1 in found, "chapter 1's explorer left no still figure on the site"
     for page, shots in found.items():
         text = (site / page).read_text(encoding="utf-8")
-        assert 'class="roofline-explorer"' in text, f"{page}: a still explorer and no live one"
+        # each still figure is followed at once by the element its widget wrote for the live one
+        followed = re.findall(r'</figure><div class="roofline-explorer" data-mode="[a-z]+"[^>]*></div>', text)
+        assert len(followed) == len(shots), f"{page}: a still explorer and no live one after it"
         for alt, caption in shots:
             assert len(alt) > 40 and re.search(r"\d", alt), alt  # the readout's sentence, not a file name
             assert "live in the notebook" in caption and "make lab" in caption, caption
     alt = found[CHAPTER_1][0][0]
     # 2.039e12 B/s * 10 FLOP/byte = 20.4 TFLOP/s at the build's settings
     assert "A100" in alt and "20.4 TFLOP/s" in alt and "memory-bound" in alt, alt
+
+
+_SITE_EXPLORER = re.compile(r'<div class="roofline-explorer"((?: data-[a-z-]+="[^"]*")*)></div>')
+
+
+def _site_explorers(text: str) -> list[dict[str, str]]:
+    """The attributes of every website-explorer element in a built page."""
+    return [dict(re.findall(r' (data-[a-z-]+)="([^"]*)"', m.group(1))) for m in _SITE_EXPLORER.finditer(text)]
+
+
+def test_each_chapter_has_one_live_explorer_written_by_its_widget(site, pages):
+    """One explorer per chapter, right after its widget's still figure, starting where the widget did."""
+    from roofline_lib import scenarios as sc
+
+    chapters = [p for p in pages if re.fullmatch(r"notebooks/\d\d_[a-z0-9_]+\.html", p)]
+    assert len(chapters) >= 8, chapters
+    found = {}
+    for page in chapters:
+        text = (site / page).read_text(encoding="utf-8")
+        explorers = _site_explorers(text)
+        assert len(explorers) == 1 == text.count('class="roofline-explorer"'), (page, explorers)
+        assert text.count('</figure><div class="roofline-explorer"') == 1, f"{page}: not in its widget's output"
+        found[page] = explorers[0]
+    mfu = found[CHAPTER_5]  # scenarios.MFU_EXAMPLE: Llama-2-7B's exact N, 1.5e6 tokens/s on 256 A100s
+    run = sc.MFU_EXAMPLE
+    assert mfu["data-mode"] == "mfu" and mfu["data-gpu"] == rl.gpu(run.gpu).key
+    assert mfu["data-n-params"] == str(run.model.n_params())  # 6738415616, all digits
+    assert float(mfu["data-tokens-per-s"]) == run.tokens_per_s and int(mfu["data-n-gpus"]) == run.n_gpus
+    decode = found["notebooks/04_inference_regimes.html"]  # scenarios.DECODE_EXPLORER
+    start = sc.DECODE_EXPLORER
+    assert (decode["data-mode"], decode["data-gpu"]) == ("decode", rl.gpu(start.gpu).key)
+    assert int(decode["data-n-params"]) == start.n_params() and int(decode["data-batch"]) == start.batch
+    assert rl.bytes_per_element(decode["data-precision"]) == start.bytes_per_param
 
 
 def test_figures_carry_alt_text(site, pages):
