@@ -3,7 +3,8 @@
  * It reads window.ROOFLINE_REGISTRY, which the book's Sphinx extension (book/_ext/roofline_site.py)
  * writes from roofline_lib.export at build time, so the page and the library share one registry.
  * It draws into every element with class "roofline-explorer" and does nothing on a page without
- * one. Markup (one line in a chapter; book/_static/README.md lists every attribute):
+ * one. Markup (a chapter's widget writes it after its still figure, roofline_lib.widgets.Explorer.site_html;
+ * book/_static/README.md lists every attribute):
  *
  *   <div class="roofline-explorer" data-mode="intensity" data-gpu="A100" data-precision="bf16" data-intensity="10"></div>
  *   <div class="roofline-explorer" data-mode="decode" data-gpu="H100" data-precision="bf16" data-n-params="7e9" data-batch="1"></div>
