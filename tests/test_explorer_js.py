@@ -154,29 +154,40 @@ def _grid():
     return cases, expected
 
 
+def _assert_matches_library(cases, got, expected, fields, scalar) -> None:
+    """Each explorer result is the library's: a number (where ``scalar(case)``) to 1e-12, or else
+    every field of ``fields`` (the explorer's camelCase name -> the library's attribute), numbers
+    to 1e-12 and words exactly. No case may have been refused."""
+    for case, mine, lib in zip(cases, got, expected):
+        assert not (isinstance(mine, dict) and "error" in mine), (case, mine)
+        if scalar(case):
+            assert math.isclose(mine, lib, rel_tol=1e-12), (case, mine, lib)
+            continue
+        for name, attr in fields.items():
+            value = getattr(lib, attr)
+            if isinstance(value, (str, bool)):
+                assert mine[name] == value, (case, name, mine[name], value)
+            else:
+                assert math.isclose(mine[name], value, rel_tol=1e-12), (case, name, mine[name], value)
+
+
 def test_every_number_the_explorer_computes_matches_the_library(run_js):
     cases, expected = _grid()
     got = run_js(cases)
     assert len(got) == len(cases) > 1000  # 7 GPUs, 5-6 precisions each, 28 cases per precision
-    for case, mine, lib in zip(cases, got, expected):
-        assert not (isinstance(mine, dict) and "error" in mine), (case, mine)
-        if case["op"] != "decode":
-            assert math.isclose(mine, lib, rel_tol=1e-12), (case, mine, lib)
-            continue
-        pairs = {
-            "weightBytes": lib.weight_bytes,
-            "memorySeconds": lib.memory_seconds,
-            "computeSeconds": lib.compute_seconds,
-            "msPerToken": lib.ms_per_token,
-            "tokensPerS": lib.tokens_per_s,
-            "achievedFlopsPerS": lib.achieved_flops_per_s,
-            "peakFlopsPerS": lib.peak_flops_per_s,
-            "shareOfPeak": lib.share_of_peak,
-        }
-        for name, value in pairs.items():
-            assert math.isclose(mine[name], value, rel_tol=1e-12), (case, name, mine[name], value)
-        assert mine["bound"] == lib.bound, case
-        assert mine["fitsInMemory"] == lib.fits_in_memory, case
+    decode_fields = {
+        "weightBytes": "weight_bytes",
+        "memorySeconds": "memory_seconds",
+        "computeSeconds": "compute_seconds",
+        "msPerToken": "ms_per_token",
+        "tokensPerS": "tokens_per_s",
+        "achievedFlopsPerS": "achieved_flops_per_s",
+        "peakFlopsPerS": "peak_flops_per_s",
+        "shareOfPeak": "share_of_peak",
+        "bound": "bound",
+        "fitsInMemory": "fits_in_memory",
+    }
+    _assert_matches_library(cases, got, expected, decode_fields, scalar=lambda case: case["op"] != "decode")
 
 
 def test_shipped_models_decode_like_the_library(run_js):
@@ -664,24 +675,18 @@ def test_collective_costs_match_the_library_on_every_link(run_js):
                 expected.append(rl.latency_crossover_bytes(collective, n, 5e-6, key, algorithm))
     got = run_js(cases)
     assert len(got) == len(cases) > 1000  # 9 links x 6 collectives x 4 rank counts x 5 cases
-    for case, mine, lib in zip(cases, got, expected):
-        assert not (isinstance(mine, dict) and "error" in mine), (case, mine)
-        if case["op"] == "crossover":
-            assert math.isclose(mine, lib, rel_tol=1e-12), (case, mine, lib)
-            continue
-        pairs = {
-            "steps": lib.steps,
-            "bytesPerRank": lib.bytes_per_rank,
-            "bytesPerS": lib.bytes_per_s,
-            "latencySeconds": lib.latency_seconds,
-            "bandwidthSeconds": lib.bandwidth_seconds,
-            "seconds": lib.seconds,
-            "algorithmBytesPerS": lib.algorithm_bytes_per_s,
-            "busBytesPerS": lib.bus_bytes_per_s,
-            "latencyShare": lib.latency_share,
-        }
-        for name, value in pairs.items():
-            assert math.isclose(mine[name], value, rel_tol=1e-12), (case, name, mine[name], value)
+    cost_fields = {
+        "steps": "steps",
+        "bytesPerRank": "bytes_per_rank",
+        "bytesPerS": "bytes_per_s",
+        "latencySeconds": "latency_seconds",
+        "bandwidthSeconds": "bandwidth_seconds",
+        "seconds": "seconds",
+        "algorithmBytesPerS": "algorithm_bytes_per_s",
+        "busBytesPerS": "bus_bytes_per_s",
+        "latencyShare": "latency_share",
+    }
+    _assert_matches_library(cases, got, expected, cost_fields, scalar=lambda case: case["op"] == "crossover")
 
 
 def test_collective_worked_example_and_link_names(run_js):

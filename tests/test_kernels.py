@@ -173,6 +173,12 @@ def test_run_demo_refuses_to_time_the_interpreter():
         K.run_demo("copy", "H200")
 
 
+def _compiled(code: str, timeout: int) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter without TRITON_INTERPRET, so its kernels compile."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
+
+
 def test_importing_the_package_leaves_triton_alone_and_compiled_kernels_refuse_cpu_tensors():
     # A fresh interpreter without TRITON_INTERPRET: `import roofline_lib` must not load the
     # kernels (or triton); importing them explicitly works on a CPU-only machine, and handing a
@@ -188,8 +194,7 @@ def test_importing_the_package_leaves_triton_alone_and_compiled_kernels_refuse_c
         "    assert 'TRITON_INTERPRET=1' in str(err), err\n"
         "    print('ok')\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    done = _compiled(code, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
 
@@ -208,8 +213,7 @@ def test_run_demo_compiled_on_the_gpu():  # pragma: no cover - needs a GPU
         "    assert row.seconds >= row.predicted_seconds * 0.95, row\n"
         "    print(row)\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    done = _compiled(code, timeout=600)
     assert done.returncode == 0, done.stderr
 
 
