@@ -55,7 +55,6 @@ _TERA = 1e12  # FLOP/s -> TFLOP/s at the edge
 _FIGSIZE = (6.4, 3.6)  # inches
 _DPI = 80  # small enough to redraw and encode in well under 0.1 s
 _INTENSITY_LOG10 = (-2.0, 4.0)  # slider span: 0.01 to 10,000 FLOP/byte
-_POWERS_OF_TWO = tuple(2**k for k in range(0, 13))  # 1 .. 4096
 
 
 class Explorer(w.VBox):
@@ -219,8 +218,10 @@ def _log_slider(value: float, log10_range: tuple[float, float], description: str
     )
 
 
-def _choices(initial: int, options=_POWERS_OF_TWO) -> tuple[int, ...]:
-    return tuple(sorted(set(options) | {initial}))
+def _powers_of_two_slider(initial: int, exponents: range, description: str) -> w.SelectionSlider:
+    """A slider whose notches are ``2**k`` for ``k`` in ``exponents``, plus the starting value."""
+    options = tuple(sorted({2**k for k in exponents} | {initial}))
+    return w.SelectionSlider(options=options, value=initial, description=description, continuous_update=False)
 
 
 def _plain(value, _pos=None) -> str:
@@ -411,9 +412,7 @@ def decode_explorer(
             description="weights",
             layout=w.Layout(width="13em"),
         ),
-        "batch": w.SelectionSlider(
-            options=_choices(b0, _POWERS_OF_TWO[:11]), value=b0, description="batch", continuous_update=False
-        ),
+        "batch": _powers_of_two_slider(b0, range(0, 11), "batch"),  # 1 .. 1024
         "tokens": w.IntSlider(
             value=t0, min=1, max=max(4096, t0), step=1, description="tokens", continuous_update=False
         ),
@@ -519,18 +518,8 @@ def flop_share_explorer(
 
     counts(d0, s0)  # checks gated and causal before any widget exists
     controls = {
-        "seq_len": w.SelectionSlider(
-            options=_choices(s0, tuple(2**k for k in range(7, 18))),
-            value=s0,
-            description="seq_len",
-            continuous_update=False,
-        ),
-        "d_model": w.SelectionSlider(
-            options=_choices(d0, tuple(2**k for k in range(8, 15))),
-            value=d0,
-            description="d_model",
-            continuous_update=False,
-        ),
+        "seq_len": _powers_of_two_slider(s0, range(7, 18), "seq_len"),
+        "d_model": _powers_of_two_slider(d0, range(8, 15), "d_model"),
     }
     fig, ax = _figure()
     bars = ax.bar(_SHARE_LABELS, [0.25] * 4, color=["C0", "C1", "C2", "C4"])
@@ -599,12 +588,7 @@ def mfu_explorer(
         "gpu": _gpu_dropdown(spec),
         "n_params": _log_slider(n0, (7, 12.5), "params"),
         "tokens_per_s": _log_slider(r0, (1, 9), "tokens/s"),
-        "n_gpus": w.SelectionSlider(
-            options=_choices(g0, tuple(2**k for k in range(0, 15))),
-            value=g0,
-            description="GPUs",
-            continuous_update=False,
-        ),
+        "n_gpus": _powers_of_two_slider(g0, range(0, 15), "GPUs"),
     }
     fig, ax = _figure()
     fig.set_size_inches(_FIGSIZE[0], 1.8)
@@ -720,12 +704,7 @@ def collective_explorer(
         "collective": w.Dropdown(
             options=list(_COMMS_CHOICES), value=choice, description="collective", layout=w.Layout(width="18em")
         ),
-        "n_ranks": w.SelectionSlider(
-            options=_choices(n0, tuple(2**k for k in range(1, 11))),
-            value=n0,
-            description="ranks",
-            continuous_update=False,
-        ),
+        "n_ranks": _powers_of_two_slider(n0, range(1, 11), "ranks"),
         "message_bytes": _log_slider(s0, _MESSAGE_LOG10, "bytes"),
     }
     fig, ax = _figure()

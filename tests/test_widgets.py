@@ -359,3 +359,12 @@ def test_the_log_axes_are_set_up_once_for_all_three_log_log_explorers():
         ax = ex.figure.axes[0]
         assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log") and ax.get_xlabel() == xlabel
         assert ax.xaxis.get_transform().base == x_base
+
+
+def test_stepped_sliders_are_powers_of_two_with_the_start_among_them():
+    ex = widgets.mfu_explorer(7e9, n_gpus=6, gpu="A100")
+    # 2**0 .. 2**14 is 15 notches; 6 is not a power of two, so it is added between 4 and 8
+    options = ex.controls["n_gpus"].options
+    assert len(options) == 16 and options[:5] == (1, 2, 4, 6, 8) and options[-1] == 16384
+    assert ex.controls["n_gpus"].value == 6 and ex.site_attributes["data-n-gpus"] == "6"
+    assert widgets.decode_explorer(7e9, "A100").controls["batch"].options[-1] == 1024  # 2**10
