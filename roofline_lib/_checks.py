@@ -10,6 +10,8 @@ Each check names the parameter and its unit in the error, so a reader who types
 * :func:`_model_params`, :func:`_bytes_and_seconds`, :func:`_efficiency`: magnitudes no real
   input has, refused with a hint about the unit that was probably meant.
 * :func:`_finite_result`: a result that overflowed to inf is an error, not an answer.
+* :class:`_Registry`: one registry's table, the spellings it answers to, and the lookup that
+  refuses an unknown name by listing the known ones (the GPU, link and node registries).
 """
 
 from __future__ import annotations
