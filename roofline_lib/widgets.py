@@ -262,7 +262,7 @@ def _attribute(value, name: str) -> str:
 
 
 def _log_axes(ax, xlabel: str, ylabel: str, *, xlim=None, x_base: int = 10, x_ticks=_plain, y_ticks=_plain) -> None:
-    """The log-log axes the explorers share: scales, optional x range, tick labels, titles, grid.
+    """The log-log axes the explorers share: scales, optional x range, tick labels, axis labels, grid.
 
     ``x_ticks``/``y_ticks`` format the tick labels (``None`` keeps matplotlib's powers of ten).
     """
