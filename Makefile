@@ -71,8 +71,20 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && $(CHROMIUM_APT); \
 	  else sudo apt-get update && sudo $(CHROMIUM_APT); fi; }
 
-book: $(STAMP)
-	$(VENV)/bin/jupyter-book build . --keep-going
+# The book is built strictly (any warning, broken reference or failing cell fails), and every chapter
+# and exercise is executed once. The build is a file target: it runs again only when a source of the
+# site (a chapter, an exercise, a page, the library, the configuration) or the environment changed
+# since the last build that passed, so `make test` right after `make book` reuses that build.
+BOOK_SOURCES := $(wildcard $(shell git ls-files --cached --others --exclude-standard -- \
+  _config.yml _toc.yml references.bib book notebooks exercises roofline_lib 2>/dev/null || \
+  find _config.yml _toc.yml references.bib book notebooks exercises roofline_lib -type f -not -path '*/.*'))
+BOOK_OK := _build/.strict-build-passed
+$(BOOK_OK): $(STAMP) $(BOOK_SOURCES)
+	@rm -f $@
+	$(VENV)/bin/jupyter-book build . $(JB_STRICT)
+	@touch $@
+
+book: $(BOOK_OK)
 	@echo
 	@echo "==> The site is built. Open $(CURDIR)/$(BUILD)/index.html in a browser, or run 'make serve'."
 
@@ -87,22 +99,27 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/actionlint
 
+# Test processes: one per core, at most 4 (pytest-xdist). `make unit JOBS=1` runs in one process.
+JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n > 4 ? 4 : n )))
+XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS))
+
+# Tests marked with an xdist_group (a module fixture that measures or grades) stay in one process.
 unit: $(STAMP)
-	$(PY) -m pytest tests -q --ignore=tests/test_site.py --ignore=tests/test_lab.py
+	$(PY) -m pytest tests -q $(XDIST) $(if $(XDIST),--dist loadgroup) --ignore=tests/test_site.py --ignore=tests/test_lab.py
 
 # Chapters with a reference record in tests/records/ are compared output by output.
 RECORDED := $(patsubst tests/records/%.ipynb,%.md,$(shell find tests/records -name '*.ipynb' 2>/dev/null))
-NBVAL := $(PY) -m pytest --nbval-current-env -q
+# A notebook's cells run in order in one kernel, so each notebook stays whole on one worker.
+NBVAL = $(PY) -m pytest --nbval-current-env -q
 nbval: $(STAMP)
-	$(NBVAL) --nbval-lax solutions
+	$(NBVAL) $(XDIST) $(if $(XDIST),--dist loadfile) --nbval-lax solutions
 	$(if $(RECORDED),$(NBVAL) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(RECORDED))
 
-build-strict: $(STAMP)
-	$(VENV)/bin/jupyter-book build . $(JB_STRICT)
+build-strict: $(BOOK_OK)
+	@echo "==> the strict build is up to date with its sources: $(BUILD)"
 
-# The built site in chromium, offline: needs _build/html (make book or make build-strict first).
-site-test: $(STAMP) browser
-	@test -f $(BUILD)/index.html || { echo "no site yet: run 'make build-strict' or 'make book' first"; exit 2; }
+# The built site in chromium, offline (builds it first where it is out of date).
+site-test: $(BOOK_OK) browser
 	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_site.py -q
 
 # JupyterLab in chromium: a chapter and an exercise open as notebooks, run, and show the site's numbers.
@@ -138,7 +155,7 @@ gpu-check: $(STAMP)
 # The GPU path without a GPU: every chapter and exercise under nbval with a simulated H200 in each
 # kernel (tests/fakegpu, inert unless ROOFLINE_FAKE_GPU is set); no CPU work may meet a GPU roof.
 fake-gpu: $(STAMP)
-	ROOFLINE_FAKE_GPU_NOTEBOOKS=1 $(PY) -m pytest tests/test_fake_gpu.py -q -k every_chapter
+	ROOFLINE_FAKE_GPU_NOTEBOOKS=1 ROOFLINE_TEST_JOBS=$(JOBS) $(PY) -m pytest tests/test_fake_gpu.py -q -k every_chapter
 
 clean:
 	rm -rf _build .jupyter_cache

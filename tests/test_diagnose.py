@@ -14,6 +14,9 @@ import pytest
 import roofline_lib as rl
 from roofline_lib import diagnose as D
 
+# Under pytest-xdist these tests share one process: the roof is measured once per run.
+pytestmark = pytest.mark.xdist_group("diagnose-live")
+
 torch = pytest.importorskip("torch")
 
 # A roof with hand-countable numbers: 100 GFLOP/s over 10 GB/s, ridge 10 FLOP/B.
