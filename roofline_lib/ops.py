@@ -200,24 +200,29 @@ def _rows(n_rows, width, width_name, rows_unit="rows (tokens)") -> tuple[int, in
     return _positive_int(n_rows, "n_rows", rows_unit), _positive_int(width, width_name, "elements per row")
 
 
+def _norm(n_rows, d, flops_per_elem: int, n_param_vectors: int, bytes_per_elem) -> OpCount:
+    """A row normalisation: ``flops_per_elem * n_rows * d`` FLOPs; it reads x and writes y
+    (``n_rows * d`` elements each) and reads ``n_param_vectors`` vectors of width ``d``."""
+    n_rows, d = _rows(n_rows, d, "d")
+    return OpCount(flops_per_elem * n_rows * d, _to_bytes(2 * n_rows * d + n_param_vectors * d, bytes_per_elem))
+
+
 def layernorm_flops(n_rows, d) -> int:
     """FLOPs of LayerNorm over ``n_rows`` rows of width ``d``.
 
     ``LAYERNORM_FLOPS_PER_ELEM (7) * n_rows * d``; see that constant for the steps.
     """
-    n_rows, d = _rows(n_rows, d, "d")
-    return LAYERNORM_FLOPS_PER_ELEM * n_rows * d
+    return layernorm(n_rows, d).flops
 
 
 def layernorm_bytes(n_rows, d, bytes_per_elem=2) -> float:
     """HBM bytes of LayerNorm: read x, write y (``n_rows * d`` each), read gamma and beta (``d`` each)."""
-    n_rows, d = _rows(n_rows, d, "d")
-    return _to_bytes(2 * n_rows * d + 2 * d, bytes_per_elem)  # x + y, gamma + beta
+    return layernorm(n_rows, d, bytes_per_elem).bytes_moved
 
 
 def layernorm(n_rows, d, bytes_per_elem=2) -> OpCount:
     """:func:`layernorm_flops` and :func:`layernorm_bytes` together."""
-    return OpCount(layernorm_flops(n_rows, d), layernorm_bytes(n_rows, d, bytes_per_elem))
+    return _norm(n_rows, d, LAYERNORM_FLOPS_PER_ELEM, 2, bytes_per_elem)  # gamma and beta
 
 
 def rmsnorm_flops(n_rows, d) -> int:
@@ -225,19 +230,17 @@ def rmsnorm_flops(n_rows, d) -> int:
 
     ``RMSNORM_FLOPS_PER_ELEM (4) * n_rows * d``; see that constant for the steps.
     """
-    n_rows, d = _rows(n_rows, d, "d")
-    return RMSNORM_FLOPS_PER_ELEM * n_rows * d
+    return rmsnorm(n_rows, d).flops
 
 
 def rmsnorm_bytes(n_rows, d, bytes_per_elem=2) -> float:
     """HBM bytes of RMSNorm: read x, write y (``n_rows * d`` each), read gamma (``d``)."""
-    n_rows, d = _rows(n_rows, d, "d")
-    return _to_bytes(2 * n_rows * d + d, bytes_per_elem)  # x + y, gamma
+    return rmsnorm(n_rows, d, bytes_per_elem).bytes_moved
 
 
 def rmsnorm(n_rows, d, bytes_per_elem=2) -> OpCount:
     """:func:`rmsnorm_flops` and :func:`rmsnorm_bytes` together."""
-    return OpCount(rmsnorm_flops(n_rows, d), rmsnorm_bytes(n_rows, d, bytes_per_elem))
+    return _norm(n_rows, d, RMSNORM_FLOPS_PER_ELEM, 1, bytes_per_elem)  # gamma only
 
 
 def softmax_flops(n_rows, n_cols) -> int:

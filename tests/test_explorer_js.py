@@ -93,7 +93,9 @@ process.stdout.write(JSON.stringify(evaluateCases(sandbox.RooflineExplorer, case
 )
 
 
-@pytest.fixture(scope="module")
+# Session scope: under pytest-xdist a worker runs other modules' tests between these, and a module
+# fixture would start the JavaScript engine again.
+@pytest.fixture(scope="session")
 def registry_js(tmp_path_factory) -> Path:
     return write_registry_js(tmp_path_factory.mktemp("site") / "roofline-registry.js")
 
@@ -111,7 +113,7 @@ def _run_in_node(registry_js: Path, cases: list) -> list:
     return json.loads(proc.stdout)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def run_js(registry_js):
     if shutil.which("node"):
         yield lambda cases: _run_in_node(registry_js, cases)

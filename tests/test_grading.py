@@ -684,7 +684,9 @@ def _six_students(root: Path) -> dict[str, int]:
     return {"crashing": 4 + 7, "empty": 0, "full": 8 + 7, "hanging": 2, "partial": 4 + 1, "tampered": 0}
 
 
-@pytest.fixture(scope="module")
+# Session scope: under pytest-xdist a worker runs other modules' tests between these, and a module
+# fixture would be torn down and the class graded again.
+@pytest.fixture(scope="session")
 def graded_class(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("class")
     expected = _six_students(tmp / "submissions")
