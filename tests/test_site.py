@@ -19,12 +19,14 @@ import os
 import re
 import shutil
 import threading
+import time
 from html.parser import HTMLParser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 
 import roofline_lib as rl
 
@@ -48,6 +50,8 @@ CHAPTER_1 = "notebooks/01_two_speed_limits.html"
 CHAPTER_3 = "notebooks/03_counting_flops.html"
 CHAPTER_5 = "notebooks/05_mfu.html"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+DESKTOP = {"width": 1280, "height": 900}
+TOUR_BATCH = 2  # pages loading at once in the tour (more gains nothing on 2 cores)
 NOT_PAGES = ("_static", "_sources", "_images", "vendor", "reports")  # assets, not pages
 
 
@@ -114,25 +118,48 @@ def browser(site):
 class Visit:
     """One page opened with every off-host request aborted and every problem written down."""
 
-    def __init__(self, browser, base: str, path: str):
+    def __init__(self, browser, base: str, path: str, *, settle: bool = True):
         self.path = path
         self.problems: list[str] = []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context = browser.new_context(viewport=DESKTOP)
         self.context.route("**/*", self._route)
         self._host = urlsplit(base).netloc
         self.page = self.context.new_page()
         page = self.page
+        self._in_flight: set = set()  # requests asked for and not yet answered
+        page.on("request", lambda r: self._in_flight.add(r))
+        page.on("requestfinished", lambda r: self._in_flight.discard(r))
+        page.on("requestfailed", lambda r: self._in_flight.discard(r))
         page.on("console", lambda m: m.type == "error" and self.problems.append(f"console error: {m.text}"))
         page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         page.on("requestfailed", self._failed)
         page.on("response", lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"))
-        page.goto(f"{base}/{path}", wait_until="networkidle")
-        # MathJax typesets after load and then asks for its fonts: wait for both to finish.
-        page.evaluate("""async () => {
-            if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
-            await document.fonts.ready;
-        }""")
-        page.wait_for_load_state("networkidle")
+        page.goto(f"{base}/{path}", wait_until="commit")
+        if settle:
+            self.settle()
+
+    def settle(self, timeout_s: float = 30.0):
+        """Wait until the page has loaded, MathJax has typeset it, its fonts are in and no request
+        is still open. (Playwright's "networkidle" waits a further 500 ms on every page.)"""
+        page = self.page
+        for _ in range(3):  # a page that redirects (the root index.html) loads twice
+            page.wait_for_load_state("load")
+            try:
+                # MathJax typesets after load and then asks for its fonts: wait for both to finish.
+                page.evaluate("""async () => {
+                    if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+                    await document.fonts.ready;
+                }""")
+                break
+            except PlaywrightError as err:
+                if "navigation" not in str(err):
+                    raise
+        deadline = time.monotonic() + timeout_s
+        while self._in_flight:
+            assert time.monotonic() < deadline, (
+                f"{self.path}: requests still open: {sorted(r.url for r in self._in_flight)}"
+            )
+            page.wait_for_timeout(25)
 
     def _route(self, route):
         host = urlsplit(route.request.url).netloc
@@ -148,6 +175,21 @@ class Visit:
 
     def close(self):
         self.context.close()
+
+
+@pytest.fixture(scope="module")
+def tour(browser, server, pages) -> dict[str, Visit]:
+    """Every page opened once and kept open for the checks that only read it. Pages open a few at
+    a time, so one page's wait for its network to fall quiet overlaps the others' loading."""
+    visits: dict[str, Visit] = {}
+    for start in range(0, len(pages), TOUR_BATCH):
+        batch = [Visit(browser, server, path, settle=False) for path in pages[start : start + TOUR_BATCH]]
+        for v in batch:
+            v.settle()
+            visits[v.path] = v
+    yield visits
+    for v in visits.values():
+        v.close()
 
 
 @pytest.fixture
@@ -333,25 +375,21 @@ def test_landing_page_says_what_the_course_is_and_where_numbers_come_from(site):
 # --------------------------------------------------------------------------- in the browser
 
 
-def test_every_page_loads_offline_with_no_errors(visit, pages):
-    problems = []
-    for page in pages:
-        v = visit(page)
-        problems += [f"{page}: {p}" for p in v.problems]
-        v.close()
+def test_every_page_loads_offline_with_no_errors(tour, pages):
+    assert list(tour) == pages
+    problems = [f"{page}: {p}" for page, v in tour.items() for p in v.problems]
     assert not problems, "\n".join(problems)
 
 
-def test_no_page_scrolls_sideways_on_a_phone(browser, server, site, pages):
+def test_no_page_scrolls_sideways_on_a_phone(tour, site):
     """At 390 px (a phone) no page is wider than the screen; wide tables scroll in their own box."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
-    try:
-        page = context.new_page()
-        too_wide = []
-        for path in pages:
-            if 'http-equiv="refresh"' in (site / path).read_text(encoding="utf-8").lower():
-                continue  # the root index.html only redirects to the landing page
-            page.goto(f"{server}/{path}", wait_until="load")
+    too_wide = []
+    for path, visit in tour.items():
+        if 'http-equiv="refresh"' in (site / path).read_text(encoding="utf-8").lower():
+            continue  # the root index.html only redirects to the landing page
+        page = visit.page
+        page.set_viewport_size({"width": 390, "height": 844})
+        try:
             width = page.evaluate("document.documentElement.scrollWidth")
             if width > 390:
                 culprits = page.evaluate("""() => Array.from(document.querySelectorAll('.bd-article *'))
@@ -361,9 +399,9 @@ def test_no_page_scrolls_sideways_on_a_phone(browser, server, site, pages):
             if path == CHAPTER_1:
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(SHOTS / "chapter-01-390px.png"))
-        assert not too_wide, "\n".join(too_wide)
-    finally:
-        context.close()
+        finally:
+            page.set_viewport_size(DESKTOP)  # the tour's other checks read the desktop layout
+    assert not too_wide, "\n".join(too_wide)
 
 
 def test_the_hardware_table_scrolls_in_its_box_with_the_gpu_names_in_view(browser, server):
@@ -390,8 +428,8 @@ def test_the_hardware_table_scrolls_in_its_box_with_the_gpu_names_in_view(browse
         context.close()
 
 
-def test_math_is_typeset_by_the_vendored_mathjax(visit):
-    v = visit(CHAPTER_1)
+def test_math_is_typeset_by_the_vendored_mathjax(tour):
+    v = tour[CHAPTER_1]
     src = v.page.evaluate("document.querySelector('script[src*=\"tex-mml-chtml\"]').src")
     assert "/vendor/mathjax/" in src, src
     assert v.page.locator("mjx-container").count() >= 2  # the ridge-point and roofline equations
@@ -571,11 +609,11 @@ def _check_explorer(explorer) -> dict:
     return {name: text for name, (_, text) in shown.items()}
 
 
-def test_every_explorer_agrees_with_the_library(visit, site, pages):
+def test_every_explorer_agrees_with_the_library(tour, site, pages):
     explorer_pages = [p for p in pages if "roofline-explorer" in (site / p).read_text(encoding="utf-8")]
     assert {CHAPTER_1, CHAPTER_3, CHAPTER_5} <= set(explorer_pages), explorer_pages
     for page in explorer_pages:
-        v = visit(page)
+        v = tour[page]  # read only: the tests that move a control open a page of their own
         explorers = v.page.locator(".roofline-explorer[data-roofline-mounted]")
         assert explorers.count() == v.page.locator(".roofline-explorer").count() >= 1, page
         for i in range(explorers.count()):
@@ -682,18 +720,18 @@ def test_search_returns_results(visit):
     assert not v.problems, "\n".join(v.problems)
 
 
-def test_footer_shows_the_year_and_the_authors(visit):
-    v = visit("book/index.html")
+def test_footer_shows_the_year_and_the_authors(tour):
+    v = tour["book/index.html"]
     footer = " ".join(v.page.locator("footer").all_inner_texts())
     assert "The Roofline Course authors" in footer
     assert "2026" in footer
     assert not v.problems
 
 
-def test_screenshots_of_the_landing_page_and_chapter_1(visit):
+def test_screenshots_of_the_landing_page_and_chapter_1(tour):
     SHOTS.mkdir(parents=True, exist_ok=True)
     for path, name in (("book/index.html", "landing.png"), (CHAPTER_1, "chapter-01.png")):
-        v = visit(path)
+        v = tour[path]
         if path == CHAPTER_1:  # bring the live explorer into the shot
             v.page.locator(".roofline-explorer").first.scroll_into_view_if_needed()
         target = SHOTS / name
