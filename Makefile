@@ -103,9 +103,12 @@ lint: $(STAMP)
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n > 4 ? 4 : n )))
 XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS))
 
-# Tests marked with an xdist_group (a module fixture that measures or grades) stay in one process.
+# Tests marked with an xdist_group (the graded class) stay in one process. Tests marked `measures`
+# time this machine against roofs measured on it: they run afterwards, alone.
+UNIT = $(PY) -m pytest tests -q --ignore=tests/test_site.py --ignore=tests/test_lab.py
 unit: $(STAMP)
-	$(PY) -m pytest tests -q $(XDIST) $(if $(XDIST),--dist loadgroup) --ignore=tests/test_site.py --ignore=tests/test_lab.py
+	$(UNIT) $(XDIST) $(if $(XDIST),--dist loadgroup) -m "not measures"
+	$(UNIT) -m measures
 
 # Chapters with a reference record in tests/records/ are compared output by output.
 RECORDED := $(patsubst tests/records/%.ipynb,%.md,$(shell find tests/records -name '*.ipynb' 2>/dev/null))
@@ -154,8 +157,9 @@ gpu-check: $(STAMP)
 
 # The GPU path without a GPU: every chapter and exercise under nbval with a simulated H200 in each
 # kernel (tests/fakegpu, inert unless ROOFLINE_FAKE_GPU is set); no CPU work may meet a GPU roof.
+# One notebook at a time: the chapters measure this CPU, and two at once would skew each other.
 fake-gpu: $(STAMP)
-	ROOFLINE_FAKE_GPU_NOTEBOOKS=1 ROOFLINE_TEST_JOBS=$(JOBS) $(PY) -m pytest tests/test_fake_gpu.py -q -k every_chapter
+	ROOFLINE_FAKE_GPU_NOTEBOOKS=1 $(PY) -m pytest tests/test_fake_gpu.py -q -k every_chapter
 
 clean:
 	rm -rf _build .jupyter_cache

@@ -14,8 +14,9 @@ import pytest
 import roofline_lib as rl
 from roofline_lib import diagnose as D
 
-# Under pytest-xdist these tests share one process: the roof is measured once per run.
-pytestmark = pytest.mark.xdist_group("diagnose-live")
+# These tests time this machine and judge the times against roofs measured here: `make unit` runs
+# them on their own, after the parallel part, so another test process cannot skew a reading.
+pytestmark = pytest.mark.measures
 
 torch = pytest.importorskip("torch")
 

@@ -118,13 +118,6 @@ def _notebooks() -> list[str]:
     return [str(p.relative_to(ROOT)) for d in NOTEBOOK_DIRS for p in sorted((ROOT / d).glob("*.md"))]
 
 
-def _notebook_workers() -> list[str]:
-    """pytest-xdist arguments: ROOFLINE_TEST_JOBS processes (`make fake-gpu` passes its JOBS), else one
-    per core up to 4; each notebook stays whole on one of them."""
-    jobs = int(os.environ.get("ROOFLINE_TEST_JOBS") or min(4, len(os.sched_getaffinity(0))))
-    return ["-n", str(jobs), "--dist", "loadfile"] if jobs > 1 else []
-
-
 @pytest.mark.skipif(
     os.environ.get("ROOFLINE_FAKE_GPU_NOTEBOOKS") != "1",
     reason="runs every chapter and exercise on the fake GPU (about a minute): `make fake-gpu`",
@@ -139,7 +132,6 @@ def test_every_chapter_and_exercise_passes_on_a_fake_h200(tmp_path):
         "-q",
         "-p",
         "no:cacheprovider",
-        *_notebook_workers(),
         "--nbval-lax",
         "--nbval-current-env",
         "--nbval-sanitize-with",

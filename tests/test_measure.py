@@ -13,8 +13,9 @@ from roofline_lib import measure
 from roofline_lib.measure import MeasuredCeilings, Timing
 from roofline_lib.roofline import ImplausibleMeasurement
 
-# Under pytest-xdist these tests share one process: the ceilings are measured once per run.
-pytestmark = pytest.mark.xdist_group("measure-live")
+# These tests time this machine and judge the times against roofs measured here: `make unit` runs
+# them on their own, after the parallel part, so another test process cannot skew a reading.
+pytestmark = pytest.mark.measures
 
 needs_gpu = pytest.mark.skipif(not measure.has_cuda(), reason="needs a CUDA GPU (torch sees none)")
 
