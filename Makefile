@@ -76,8 +76,8 @@ browser:
 # site (a chapter, an exercise, a page, the library, the configuration) or the environment changed
 # since the last build that passed, so `make test` right after `make book` reuses that build.
 BOOK_SOURCES := $(wildcard $(shell git ls-files --cached --others --exclude-standard -- \
-  _config.yml _toc.yml references.bib book notebooks exercises roofline_lib 2>/dev/null || \
-  find _config.yml _toc.yml references.bib book notebooks exercises roofline_lib -type f -not -path '*/.*'))
+  _config.yml _toc.yml jupytext.toml references.bib book notebooks exercises roofline_lib 2>/dev/null || \
+  find _config.yml _toc.yml jupytext.toml references.bib book notebooks exercises roofline_lib -type f -not -path '*/.*'))
 BOOK_OK := _build/.strict-build-passed
 $(BOOK_OK): $(STAMP) $(BOOK_SOURCES)
 	@rm -f $@

@@ -125,3 +125,35 @@ def test_the_strict_records_store_no_images_and_hold_the_registry_figures():
         assert "widgets" not in nb["metadata"], f"{path.name} stores widget state"
     chapter1 = (records_dir / "notebooks" / "01_two_speed_limits.ipynb").read_text(encoding="utf-8")
     assert "989.5 TFLOP/s" in chapter1  # the H100's dense bf16 peak, compared as the registry gives it
+
+
+def _book_prerequisites() -> set[str]:
+    """What `make` rebuilds the strict book for: the prerequisites of its stamp, read from make's database."""
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-pn", "-f", "Makefile", "help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    rule = next(line for line in done.stdout.splitlines() if line.startswith("_build/.strict-build-passed:"))
+    return set(rule.split(":", 1)[1].split())
+
+
+def test_the_strict_build_reruns_for_what_the_site_is_made_of_and_only_that():
+    needs = _book_prerequisites()
+    # every chapter, exercise, library module and the book's configuration, and the environment
+    for path in [
+        *ROOT.glob("notebooks/*.md"),
+        *ROOT.glob("exercises/*.md"),
+        *ROOT.glob("roofline_lib/*.py"),
+        ROOT / "_config.yml",
+        ROOT / "_toc.yml",
+        ROOT / "references.bib",
+        ROOT / "book" / "index.md",
+    ]:
+        assert path.relative_to(ROOT).as_posix() in needs, path
+    assert ".venv/.installed" in needs
+    # not the tests, the solutions or the tools: changing them cannot change the site
+    assert not {p for p in needs if p.startswith(("tests/", "solutions/", "tools/"))}, needs
