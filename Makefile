@@ -105,10 +105,12 @@ XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS))
 
 # Tests marked with an xdist_group (the graded class) stay in one process. Tests marked `measures`
 # time this machine against roofs measured on it: they run afterwards, alone.
-UNIT = $(PY) -m pytest tests -q --ignore=tests/test_site.py --ignore=tests/test_lab.py
+# The second run collects only the files that use the mark (collecting every test takes ~15 s).
+UNIT = $(PY) -m pytest -q
+MEASURING := $(shell grep -l 'mark\.measures' tests/test_*.py 2>/dev/null)
 unit: $(STAMP)
-	$(UNIT) $(XDIST) $(if $(XDIST),--dist loadgroup) -m "not measures"
-	$(UNIT) -m measures
+	$(UNIT) tests --ignore=tests/test_site.py --ignore=tests/test_lab.py $(XDIST) $(if $(XDIST),--dist loadgroup) -m "not measures"
+	$(if $(MEASURING),$(UNIT) -m measures $(MEASURING))
 
 # Chapters with a reference record in tests/records/ are compared output by output.
 RECORDED := $(patsubst tests/records/%.ipynb,%.md,$(shell find tests/records -name '*.ipynb' 2>/dev/null))
