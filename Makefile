@@ -104,7 +104,7 @@ JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n > 4 ? 4 : n )))
 XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS))
 
 # Tests marked with an xdist_group (the graded class) stay in one process. Tests marked `measures`
-# time this machine against roofs measured on it: they run afterwards, alone.
+# time this machine (against roofs measured on it, or a time budget): they run afterwards, alone.
 # The second run collects only the files that use the mark (collecting every test takes ~15 s).
 UNIT = $(PY) -m pytest -q
 MEASURING := $(shell grep -l 'mark\.measures' tests/test_*.py 2>/dev/null)

@@ -36,6 +36,7 @@ def _fastest_redraw(explorer, n=5) -> float:
     return min(times)
 
 
+@pytest.mark.measures  # the redraw budget: timed alone, never beside another test process
 @pytest.mark.parametrize("make", EXPLORERS, ids=lambda f: f.__name__)
 def test_each_explorer_is_a_container_with_its_figure_in_an_output_widget(make):
     ex = make()
