@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 BUILD  := _build/html
 JB_STRICT := --all -W -n --keep-going
 
-.PHONY: help install lock browser book test lint unit nbval build-strict site-test lab-test record lab serve grade gpu-check fake-gpu clean
+.PHONY: help install lock browser book test lint unit nbval build-strict site-test lab-test browser-tests record lab serve grade gpu-check fake-gpu clean
 
 help:
 	@echo "make book        install if needed, execute every chapter, build the site into $(BUILD)"
@@ -21,10 +21,11 @@ help:
 	@echo "  make nbval       the solutions re-executed, and strict nbval against tests/records/"
 	@echo "  make build-strict  the book built with every chapter and exercise executed once;"
 	@echo "                   any warning, broken reference or failing cell fails"
-	@echo "  make fake-gpu    every chapter and exercise on the GPU path, with a simulated H200"
-	@echo "  make site-test   the built site in chromium with no network"
-	@echo "  make lab-test    a chapter and an exercise run in JupyterLab, in chromium"
-	@echo "                   (site-test and lab-test install Debian's chromium if it is missing)"
+	@echo "  make fake-gpu    every chapter on the GPU path, with a simulated H200"
+	@echo "  make browser-tests  site-test and lab-test, side by side:"
+	@echo "    make site-test   the built site in chromium with no network"
+	@echo "    make lab-test    a chapter and an exercise run in JupyterLab, in chromium"
+	@echo "                   (the browser tests install Debian's chromium if it is missing)"
 	@echo "make lab         open the course in JupyterLab: chapters and exercises open as notebooks"
 	@echo "make serve       serve the built site on http://127.0.0.1:8000"
 	@echo "make grade       grade your answers in exercises/"
@@ -103,13 +104,15 @@ lint: $(STAMP)
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n > 4 ? 4 : n )))
 XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS))
 
-# Tests marked with an xdist_group (the graded class) stay in one process. Tests marked `measures`
-# time this machine (against roofs measured on it, or a time budget): they run afterwards, alone.
+# Work several tests share (the graded class) is done once per run (the `once_per_run` fixture in
+# conftest.py), whichever process asks first. A process that runs out of tests takes some of the
+# other's (worksteal): the grading tests take seconds each and would otherwise end the run on one core. Tests marked `measures` time this machine (against
+# roofs measured on it, or a time budget): they run afterwards, alone.
 # The second run collects only the files that use the mark (collecting every test takes ~15 s).
 UNIT = $(PY) -m pytest -q
 MEASURING := $(shell grep -l 'mark\.measures' tests/test_*.py 2>/dev/null)
 unit: $(STAMP)
-	$(UNIT) tests --ignore=tests/test_site.py --ignore=tests/test_lab.py $(XDIST) $(if $(XDIST),--dist loadgroup) -m "not measures"
+	$(UNIT) tests --ignore=tests/test_site.py --ignore=tests/test_lab.py $(XDIST) $(if $(XDIST),--dist worksteal) -m "not measures"
 	$(if $(MEASURING),$(UNIT) -m measures $(MEASURING))
 
 # Chapters with a reference record in tests/records/ are compared output by output.
@@ -131,8 +134,14 @@ site-test: $(BOOK_OK) browser
 lab-test: $(STAMP) $(LAB_SETTINGS) browser
 	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_lab.py -q
 
-# The parts in order (site-test reads the site build-strict wrote); run serially.
-TEST_PARTS := lint unit nbval build-strict fake-gpu site-test lab-test
+# Both browser tests, side by side: each spends much of its time waiting (on chromium, on the Jupyter
+# server), so on 2 cores the pair takes ~85 s instead of ~110 s one after the other. One test process
+# per file; `make browser-tests JOBS=1` runs them one after the other.
+browser-tests: $(BOOK_OK) $(LAB_SETTINGS) browser
+	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_site.py tests/test_lab.py -q $(if $(XDIST),-n 2 --dist loadfile)
+
+# The parts in order (the browser tests read the site build-strict wrote); run serially.
+TEST_PARTS := lint unit nbval build-strict fake-gpu browser-tests
 test: $(TEST_PARTS)
 	@echo "==> make test: all parts passed ($(TEST_PARTS))"
 
@@ -157,8 +166,9 @@ grade: $(STAMP)
 gpu-check: $(STAMP)
 	$(PY) tools/gpu_check.py
 
-# The GPU path without a GPU: every chapter and exercise under nbval with a simulated H200 in each
-# kernel (tests/fakegpu, inert unless ROOFLINE_FAKE_GPU is set); no CPU work may meet a GPU roof.
+# The GPU path without a GPU: every chapter under nbval with a simulated H200 in each kernel
+# (tests/fakegpu, inert unless ROOFLINE_FAKE_GPU is set); no CPU work may meet a GPU roof. The
+# exercises import neither torch nor anything that does, so they have no GPU path (a unit test checks).
 # One notebook at a time: the chapters measure this CPU, and two at once would skew each other.
 fake-gpu: $(STAMP)
 	ROOFLINE_FAKE_GPU_NOTEBOOKS=1 $(PY) -m pytest tests/test_fake_gpu.py -q -k every_chapter

@@ -9,7 +9,10 @@ Cells tagged ``nbval-ignore-output`` (timings, addresses) are run but never comp
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
+import json
+import os
 import warnings
 from collections import defaultdict
 from pathlib import Path
@@ -50,6 +53,32 @@ def gpu_check():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def once_per_run(tmp_path_factory):
+    """``once_per_run(name, compute)``: ``compute(folder)`` run once per test run, its JSON result shared.
+
+    Under pytest-xdist each worker process has its own session fixtures, so an expensive
+    session fixture would run once per worker. The first worker to ask runs ``compute`` under a
+    file lock in the run's shared temporary folder and writes its result there; the others wait
+    for the lock and read it. (xdist's ``--dist loadgroup`` was the other way to share such a
+    fixture, but it silently stopped grouping with pytest 9.2.) ``compute`` gets a fresh folder
+    and returns something ``json.dumps`` takes.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the folder every worker's own temporary folder lies in
+
+    def run_once(name: str, compute):
+        result = root / f"once-{name}.json"
+        with open(root / f"once-{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also on an error
+            if not result.exists():
+                result.write_text(json.dumps(compute(tmp_path_factory.mktemp(name))))
+        return json.loads(result.read_text())
+
+    return run_once
 
 
 def record_path(path: Path) -> Path:

@@ -29,9 +29,6 @@ import pytest
 import roofline_lib as rl
 from roofline_lib.export import write_registry_js
 
-# Under pytest-xdist these tests share one process: one JavaScript engine per run.
-pytestmark = pytest.mark.xdist_group("explorer-js")
-
 ROOT = Path(__file__).resolve().parents[1]
 EXPLORER_JS = ROOT / "book" / "_static" / "roofline-explorer.js"
 CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")

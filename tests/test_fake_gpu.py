@@ -1,17 +1,20 @@
-"""The GPU path without a GPU: the chapters and exercises on a simulated H200 (tests/fakegpu).
+"""The GPU path without a GPU: the chapters on a simulated H200 (tests/fakegpu).
 
 The fast tests here check the fake itself and the library's device rules under it. The
-notebook run, every chapter and exercise under nbval with the fake in each kernel, takes about
-a minute and runs under `make fake-gpu` (ROOFLINE_FAKE_GPU_NOTEBOOKS=1).
+notebook run, every chapter under nbval with the fake in each kernel, takes about a minute and
+runs under `make fake-gpu` (ROOFLINE_FAKE_GPU_NOTEBOOKS=1). The exercises and solutions have no
+GPU path to run: a fast test here checks that they import nothing that could take one.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import jupytext
 import pytest
 import torch
 
@@ -24,7 +27,7 @@ FAKE = ROOT / "tests" / "fakegpu"
 sys.path.insert(0, str(FAKE))
 import fake_cuda  # noqa: E402 - found through the sys.path entry above
 
-NOTEBOOK_DIRS = ("notebooks", "exercises")
+NOTEBOOK_DIRS = ("notebooks",)  # the chapters; the exercises have no GPU path (tested below)
 
 
 def _fake_env(**extra) -> dict[str, str]:
@@ -114,15 +117,53 @@ def test_profiling_cpu_work_never_waits_on_the_gpu(monkeypatch):
             diagnose.profile_run(lambda: None)
 
 
+# All an exercise or its solution may import. Neither imports torch, so no cell of theirs can
+# reach a GPU (every GPU path in the course goes through torch.cuda, which the fake replaces).
+EXERCISE_IMPORTS = {"math", "roofline_lib.observer"}
+
+
+def _imports(source: str) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found |= {f"{node.module}.{a.name}" if node.module == "roofline_lib" else node.module for a in node.names}
+        elif isinstance(node, ast.Name) and node.id in ("__import__", "importlib", "exec", "eval"):
+            found.add(node.id)
+    return found
+
+
+@pytest.mark.parametrize("folder", ["exercises", "solutions"])
+def test_the_exercises_have_no_gpu_path_for_the_fake_to_run(folder):
+    notebooks = sorted((ROOT / folder).glob("*.md"))
+    assert len(notebooks) == 6
+    for path in notebooks:
+        code = [c.source for c in jupytext.read(path).cells if c.cell_type == "code"]
+        imported = set().union(*(_imports(src) for src in code))
+        assert imported <= EXERCISE_IMPORTS, f"{path.name} imports {sorted(imported - EXERCISE_IMPORTS)}"
+    # What those imports load, and the practice judge the checks start, in a fresh interpreter:
+    probe = "import sys, math, roofline_lib.observer, roofline_lib.grading; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert done.stdout.split() == ["False"], done.stderr
+
+
+def test_the_import_check_sees_what_would_reach_a_gpu():
+    assert _imports("import torch\nfrom roofline_lib import measure") == {"torch", "roofline_lib.measure"}
+    assert _imports("import roofline_lib.kernels as k") == {"roofline_lib.kernels"}
+    assert _imports("from roofline_lib import observer") == {"roofline_lib.observer"}
+    assert "__import__" in _imports("m = __import__('torch')")
+
+
 def _notebooks() -> list[str]:
     return [str(p.relative_to(ROOT)) for d in NOTEBOOK_DIRS for p in sorted((ROOT / d).glob("*.md"))]
 
 
 @pytest.mark.skipif(
     os.environ.get("ROOFLINE_FAKE_GPU_NOTEBOOKS") != "1",
-    reason="runs every chapter and exercise on the fake GPU (about a minute): `make fake-gpu`",
+    reason="runs every chapter on the fake GPU (about a minute): `make fake-gpu`",
 )
-def test_every_chapter_and_exercise_passes_on_a_fake_h200(tmp_path):
+def test_every_chapter_passes_on_a_fake_h200(tmp_path):
     log = tmp_path / "fake-gpu.jsonl"
     notebooks = _notebooks()
     cmd = [

@@ -635,8 +635,11 @@ intensity = ...
 # Seconds per notebook for the class. An honest notebook grades in about 3.5 s on 2 busy cores,
 # so 12 s leaves room; the hanging student costs the class this much wall time, once.
 CLASS_TIME_LIMIT_S = 12
-# Under pytest-xdist the tests that read the graded class share one process: it is graded once.
-CLASS_GROUP = pytest.mark.xdist_group("graded-class")
+
+
+# A kernel that never finishes its cell. It sleeps rather than spins: the grader's time limit is
+# on the wall clock either way, and a spinning kernel would take a core from the other tests.
+_HANG = "import time\nwhile True:\n    time.sleep(0.05)"
 
 
 def _six_students(root: Path) -> dict[str, int]:
@@ -663,7 +666,7 @@ def _six_students(root: Path) -> dict[str, int]:
         {"answer-ex1-e": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"},
     )
     _build(root / "crashing" / ex5, SOLUTIONS / ex5)
-    _build(root / "hanging" / ex1, SOLUTIONS / ex1, {"answer-ex1-c": "while True:\n    pass"})
+    _build(root / "hanging" / ex1, SOLUTIONS / ex1, {"answer-ex1-c": _HANG})
     _build(root / "hanging" / ex5, EXERCISES / ex5)
     checks = {f"check-{p.key}": 'print("[OK] correct: full marks")' for p in key.parts_of("ex1")}
     _build(
@@ -684,11 +687,7 @@ def _six_students(root: Path) -> dict[str, int]:
     return {"crashing": 4 + 7, "empty": 0, "full": 8 + 7, "hanging": 2, "partial": 4 + 1, "tampered": 0}
 
 
-# Session scope: under pytest-xdist a worker runs other modules' tests between these, and a module
-# fixture would be torn down and the class graded again.
-@pytest.fixture(scope="session")
-def graded_class(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("class")
+def _grade_the_class(tmp: Path) -> dict:
     expected = _six_students(tmp / "submissions")
     started = time.monotonic()
     proc = _roofline(
@@ -706,7 +705,7 @@ def graded_class(tmp_path_factory):
     )
     elapsed = time.monotonic() - started
     return dict(
-        proc=proc,
+        proc=dict(returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr),
         expected=expected,
         elapsed=elapsed,
         rows=list(csv.DictReader((tmp / "gradebook.csv").open())),
@@ -714,7 +713,14 @@ def graded_class(tmp_path_factory):
     )
 
 
-@CLASS_GROUP
+@pytest.fixture(scope="session")
+def graded_class(once_per_run):
+    """The class, graded once per test run however many test processes read it."""
+    graded = once_per_run("graded-class", _grade_the_class)
+    graded["proc"] = subprocess.CompletedProcess(args=["roofline", "grade"], **graded["proc"])
+    return graded
+
+
 def test_the_class_grades_to_the_expected_scores(graded_class):
     proc = graded_class["proc"]
     assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout
@@ -730,7 +736,6 @@ def _problems(graded_class, student):
     return [nb["problem"] for nb in s["notebooks"]], {p["part"]: p for nb in s["notebooks"] for p in nb["parts"]}
 
 
-@CLASS_GROUP
 def test_a_killed_kernel_keeps_the_marks_before_it(graded_class):
     problems, parts = _problems(graded_class, "crashing")
     assert problems[0] == "the kernel died during part ex1-e"
@@ -746,14 +751,12 @@ def test_a_killed_kernel_keeps_the_marks_before_it(graded_class):
     assert seconds < CLASS_TIME_LIMIT_S  # reported when it died, not at the time limit
 
 
-@CLASS_GROUP
 def test_a_hung_kernel_gets_the_time_limit(graded_class):
     problems, parts = _problems(graded_class, "hanging")
     assert problems[0] == f"the time limit of {CLASS_TIME_LIMIT_S} s was reached during part ex1-c"
     assert parts["ex1-b"]["marks"] == 1 and parts["ex1-c"]["status"] == "not graded"
 
 
-@CLASS_GROUP
 def test_tampering_earns_nothing_and_is_survived(graded_class):
     problems, parts = _problems(graded_class, "tampered")
     assert all(p["marks"] == 0 for p in parts.values())
