@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - only outside the course environment
 ROOT = Path(__file__).resolve().parent
 RECORDS = ROOT / "tests" / "records"
 NOTEBOOK_DIRS = ("notebooks", "exercises", "solutions")
+KERNEL_START_ATTEMPTS = 3  # kernels started for a notebook before one answers
 
 
 def _is_course_notebook(path: Path) -> bool:
@@ -126,6 +127,19 @@ if IPyNbFile is not None:
             self.skip_compare = (
                 self.skip_compare + images + tuple(f"application/papermill.record/{mime}" for mime in images)
             )
+
+        def setup(self):
+            # A kernel that dies before its first reply has run no cell. The usual cause is a lost
+            # race for one of its TCP ports (drawn from the range outgoing connections use), which
+            # test processes starting kernels side by side make likelier. Start another, as the
+            # grader does. (nbval sends the kernel's stderr to /dev/null, so the cause is not shown.)
+            for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+                try:
+                    return super().setup()
+                except RuntimeError as err:
+                    if "died before replying" not in str(err) or attempt == KERNEL_START_ATTEMPTS:
+                        raise
+                    warnings.warn(f"{_shown(Path(str(self.fspath)))}: {err}; starting another kernel", stacklevel=1)
 
         def collect(self):
             self.nb = read_notebook(Path(str(self.fspath)), with_record=self.compare_outputs)

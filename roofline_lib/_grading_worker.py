@@ -147,6 +147,58 @@ def _run_cell(km, kc, source: str, injected: bool):
             return observations, error, False
 
 
+#: Kernels started before one answers. A kernel that dies before its first reply ran no student
+#: code: it typically lost a race for one of its TCP ports (they are drawn from the range outgoing
+#: connections use), which happens when many kernels start at once.
+KERNEL_START_ATTEMPTS = 3
+
+
+def start_kernel(job: dict, manager=None):
+    """Start the kernel a notebook is graded in; return its manager and a ready client.
+
+    Raises RuntimeError when ``KERNEL_START_ATTEMPTS`` kernels in a row die before answering.
+    ``manager`` makes the KernelManager (a parameter for the tests).
+    """
+    if manager is None:
+        from jupyter_client.manager import KernelManager as manager
+    launch = dict(
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        cwd=os.getcwd(),
+        env=job["kernel_env"],
+    )
+    uid = job.get("run_as")
+    for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+        km = manager(kernel_name="python3")
+        as_user = {}
+        if isinstance(uid, int) and os.geteuid() == 0:  # a root grader runs each kernel as its own user
+            km.write_connection_file()
+            os.chown(km.connection_file, uid, uid)
+            as_user = dict(user=uid, group=uid, extra_groups=[])
+        try:
+            km.start_kernel(**launch, **as_user)
+        except OSError:  # that user cannot run the interpreter (it lives under a private home)
+            if not as_user:
+                raise
+            uid = None
+            km = manager(kernel_name="python3")
+            km.start_kernel(**launch)
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=120)
+            return km, kc
+        except RuntimeError:
+            kc.stop_channels()
+            try:
+                km.shutdown_kernel(now=True)
+            except Exception:  # noqa: BLE001 - it is already gone
+                pass
+            if attempt == KERNEL_START_ATTEMPTS:
+                raise
+
+
 def main() -> int:
     harden()
     out = os.fdopen(os.dup(1), "w")
@@ -159,33 +211,9 @@ def main() -> int:
     def emit(event):
         _emit(out, event, secret)
 
-    from jupyter_client.manager import KernelManager
-
-    km = KernelManager(kernel_name="python3")
-    as_user = {}
-    uid = job.get("run_as")
-    if isinstance(uid, int) and os.geteuid() == 0:  # a root grader runs each kernel as its own user
-        km.write_connection_file()
-        os.chown(km.connection_file, uid, uid)
-        as_user = dict(user=uid, group=uid, extra_groups=[])
-    launch = dict(
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-        cwd=os.getcwd(),
-        env=job["kernel_env"],
-    )
+    km = kc = None
     try:
-        km.start_kernel(**launch, **as_user)
-    except OSError:  # that user cannot run the interpreter (it lives under a private home)
-        if not as_user:
-            raise
-        km = KernelManager(kernel_name="python3")
-        km.start_kernel(**launch)
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=120)
+        km, kc = start_kernel(job)
         emit({"event": "kernel", "pid": km.provisioner.process.pid})
         for i, cell in enumerate(job["cells"]):
             emit({"event": "begin", "index": i})

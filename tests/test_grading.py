@@ -22,7 +22,7 @@ import pytest
 
 import roofline_lib as rl
 from roofline_lib import _grading_key as key
-from roofline_lib import grading, observer
+from roofline_lib import _grading_worker, grading, observer
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "exercises"
@@ -378,6 +378,57 @@ def test_a_practice_check_prints_one_line_and_never_raises(capsys, monkeypatch):
     assert lines[1].startswith("[WRONG] ex2-b") and "FLOP per byte" in lines[1]
     assert lines[2].startswith("[TODO] ex2-b")
     assert lines[3].startswith("[ERROR]")
+
+
+def _flaky_kernels(deaths: int):
+    """A KernelManager stand-in whose first ``deaths`` kernels die before they answer."""
+    log = {"started": 0, "shut down": 0, "clients stopped": 0}
+
+    class Client:
+        def __init__(self, dies):
+            self.dies = dies
+
+        def start_channels(self):
+            pass
+
+        def stop_channels(self):
+            log["clients stopped"] += 1
+
+        def wait_for_ready(self, timeout):
+            if self.dies:
+                raise RuntimeError("Kernel died before replying to kernel_info")
+
+    class Manager:
+        def __init__(self, kernel_name):
+            assert kernel_name == "python3"
+
+        def start_kernel(self, **launch):
+            assert launch["env"] == {"ROOFLINE_GRADING": "1"}
+            log["started"] += 1
+
+        def client(self):
+            return Client(dies=log["started"] <= deaths)
+
+        def shutdown_kernel(self, now=False):
+            log["shut down"] += 1
+
+    return Manager, log
+
+
+def test_a_kernel_that_dies_before_answering_is_replaced_before_any_cell_runs():
+    job = {"kernel_env": {"ROOFLINE_GRADING": "1"}}
+    manager, log = _flaky_kernels(deaths=_grading_worker.KERNEL_START_ATTEMPTS - 1)
+    km, kc = _grading_worker.start_kernel(job, manager=manager)
+    assert isinstance(km, manager) and not kc.dies
+    assert log == {"started": 3, "shut down": 2, "clients stopped": 2}  # each dead one cleaned up
+
+
+def test_kernels_that_keep_dying_are_reported_not_retried_for_ever():
+    job = {"kernel_env": {"ROOFLINE_GRADING": "1"}}
+    manager, log = _flaky_kernels(deaths=99)
+    with pytest.raises(RuntimeError, match="died before replying"):
+        _grading_worker.start_kernel(job, manager=manager)
+    assert log["started"] == _grading_worker.KERNEL_START_ATTEMPTS
 
 
 # =========================================================================== the command line

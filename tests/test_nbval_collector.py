@@ -1,5 +1,8 @@
 """The conftest collector: nbval over jupytext notebooks, lax and strict with a reference record."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -49,3 +52,57 @@ def test_a_stale_record_is_refused_in_strict_mode_only(tmp_path, monkeypatch):
 
 # The strict run itself (chapter 1 executed and compared with its record) is `make nbval`;
 # running it here as well executed the chapter twice per `make test`.
+
+
+_FLAKY_KERNELS = """
+import nbval.plugin as plugin
+
+real, calls = plugin.RunningKernel, []
+
+
+def flaky(*args, **kwargs):  # the 1st kernel dies, the 2nd lives, the 3rd to 5th die
+    calls.append(kwargs["cwd"])
+    if len(calls) != 2:
+        raise RuntimeError("Kernel died before replying to kernel_info")
+    return real(*args, **kwargs)
+
+
+plugin.RunningKernel = flaky
+
+
+def pytest_unconfigure(config):
+    open(LOG, "w").write(str(len(calls)))
+"""
+
+
+def test_a_kernel_that_dies_at_start_is_replaced_and_one_that_keeps_dying_fails(tmp_path):
+    log = tmp_path / "starts.txt"
+    (tmp_path / "flaky_kernels.py").write_text(f"LOG = {str(log)!r}\n" + _FLAKY_KERNELS)
+    lives, dies = "exercises/ex2_ridge_points.md", "exercises/ex3_70b_budget.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "flaky_kernels",
+            "--nbval-lax",
+            "--nbval-current-env",
+            "-W",
+            "default",
+            lives,
+            dies,
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = done.stdout
+    assert done.returncode == 1, out[-3000:]
+    assert log.read_text() == "5"  # 2 for the first notebook, 3 (all attempts) for the second
+    assert f"ERROR {dies}::Cell 0 - RuntimeError: Kernel died" in out
+    assert f"{lives}::" not in out.split("short test summary")[-1]  # every cell of the first passed
+    assert f"{lives}: Kernel died before replying to kernel_info; starting another kernel" in out
