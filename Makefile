@@ -118,7 +118,8 @@ unit: $(STAMP)
 # Chapters with a reference record in tests/records/ are compared output by output.
 RECORDED := $(patsubst tests/records/%.ipynb,%.md,$(shell find tests/records -name '*.ipynb' 2>/dev/null))
 # A notebook's cells run in order in one kernel, so each notebook stays whole on one worker.
-NBVAL = $(PY) -m pytest --nbval-current-env -q
+# A kernel silent for 30 s at start is replaced (conftest.py); one starts in ~1 s.
+NBVAL = $(PY) -m pytest --nbval-current-env --nbval-kernel-startup-timeout 30 -q
 nbval: $(STAMP)
 	$(NBVAL) $(XDIST) $(if $(XDIST),--dist loadfile) --nbval-lax solutions
 	$(if $(RECORDED),$(NBVAL) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(RECORDED))

@@ -31,6 +31,11 @@ NOTEBOOK_DIRS = ("notebooks", "exercises", "solutions")
 KERNEL_START_ATTEMPTS = 3  # kernels started for a notebook before one answers
 
 
+def _kernel_never_answered(err: RuntimeError) -> bool:
+    """Whether jupyter_client gave up on a kernel before its first reply (it died, or stayed silent)."""
+    return any(words in str(err) for words in ("died before replying", "didn't respond"))
+
+
 def _is_course_notebook(path: Path) -> bool:
     try:
         rel = path.resolve().relative_to(ROOT)
@@ -129,15 +134,16 @@ if IPyNbFile is not None:
             )
 
         def setup(self):
-            # A kernel that dies before its first reply has run no cell. The usual cause is a lost
-            # race for one of its TCP ports (drawn from the range outgoing connections use), which
-            # test processes starting kernels side by side make likelier. Start another, as the
-            # grader does. (nbval sends the kernel's stderr to /dev/null, so the cause is not shown.)
+            # A kernel that dies or stays silent before its first reply has run no cell. Causes
+            # seen: a lost race for one of its TCP ports (drawn from the range outgoing connections
+            # use), likelier when test processes start kernels side by side, and ipykernel 7's
+            # known hang at start. Start another, as the grader does. (nbval sends the kernel's
+            # stderr to /dev/null, so which one it was is not shown.)
             for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
                 try:
                     return super().setup()
                 except RuntimeError as err:
-                    if "died before replying" not in str(err) or attempt == KERNEL_START_ATTEMPTS:
+                    if not _kernel_never_answered(err) or attempt == KERNEL_START_ATTEMPTS:
                         raise
                     warnings.warn(f"{_shown(Path(str(self.fspath)))}: {err}; starting another kernel", stacklevel=1)
 

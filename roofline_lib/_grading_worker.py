@@ -147,9 +147,10 @@ def _run_cell(km, kc, source: str, injected: bool):
             return observations, error, False
 
 
-#: Kernels started before one answers. A kernel that dies before its first reply ran no student
-#: code: it typically lost a race for one of its TCP ports (they are drawn from the range outgoing
-#: connections use), which happens when many kernels start at once.
+#: Kernels started before one answers. A kernel that dies or stays silent before its first reply
+#: ran no student code. Causes seen: a lost race for one of its TCP ports (drawn from the range
+#: outgoing connections use), likelier when many kernels start at once, and ipykernel 7's known
+#: hang at start.
 KERNEL_START_ATTEMPTS = 3
 
 

@@ -175,6 +175,8 @@ def test_every_chapter_passes_on_a_fake_h200(tmp_path):
         "no:cacheprovider",
         "--nbval-lax",
         "--nbval-current-env",
+        "--nbval-kernel-startup-timeout",
+        "30",
         "--nbval-sanitize-with",
         "tests/nbval_sanitize.cfg",
         *notebooks,

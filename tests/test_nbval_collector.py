@@ -60,8 +60,10 @@ import nbval.plugin as plugin
 real, calls = plugin.RunningKernel, []
 
 
-def flaky(*args, **kwargs):  # the 1st kernel dies, the 2nd lives, the 3rd to 5th die
+def flaky(*args, **kwargs):  # the 1st kernel stays silent, the 2nd lives, the 3rd to 5th die
     calls.append(kwargs["cwd"])
+    if len(calls) == 1:
+        raise RuntimeError("Kernel didn't respond in 30 seconds")
     if len(calls) != 2:
         raise RuntimeError("Kernel died before replying to kernel_info")
     return real(*args, **kwargs)
@@ -105,4 +107,5 @@ def test_a_kernel_that_dies_at_start_is_replaced_and_one_that_keeps_dying_fails(
     assert log.read_text() == "5"  # 2 for the first notebook, 3 (all attempts) for the second
     assert f"ERROR {dies}::Cell 0 - RuntimeError: Kernel died" in out
     assert f"{lives}::" not in out.split("short test summary")[-1]  # every cell of the first passed
-    assert f"{lives}: Kernel died before replying to kernel_info; starting another kernel" in out
+    assert f"{lives}: Kernel didn't respond in 30 seconds; starting another kernel" in out
+    assert f"{dies}: Kernel died before replying to kernel_info; starting another kernel" in out
