@@ -55,6 +55,8 @@ _TERA = 1e12  # FLOP/s -> TFLOP/s at the edge
 _FIGSIZE = (6.4, 3.6)  # inches
 _DPI = 80  # small enough to redraw and encode in well under 0.1 s
 _INTENSITY_LOG10 = (-2.0, 4.0)  # slider span: 0.01 to 10,000 FLOP/byte
+_TOKENS_LOG10 = (1.0, 9.0)  # training tokens/s, all cards together: 10 to 1e9
+_PARAMS_LOG10 = (7.0, 12.5)  # model size in the MFU explorer: 10 million to 3.2 trillion parameters
 
 
 class Explorer(w.VBox):
@@ -205,6 +207,17 @@ def _gpu_dropdown(spec) -> w.Dropdown:
     )
 
 
+def _in_span(value: float, log10_range: tuple[float, float], name: str, unit: str) -> float:
+    """``value`` if a log slider over ``10**log10_range`` can show it; a ValueError naming it if not.
+
+    (A slider would silently clamp it, and every number read from the slider would be for another input.)
+    """
+    lo, hi = 10 ** log10_range[0], 10 ** log10_range[1]
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be between {lo:g} and {hi:g} {unit}, got {value!r}")
+    return value
+
+
 def _log_slider(value: float, log10_range: tuple[float, float], description: str) -> w.FloatLogSlider:
     """A base-10 log slider over ``10**log10_range``, read out to three figures, updated on release."""
     return w.FloatLogSlider(
@@ -293,10 +306,8 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
     """
     spec = as_gpu(gpu)
     spec.peak_flops_per_s(precision)  # refuses a precision the chip lacks, naming what it has
-    x0 = _positive(intensity, "intensity", "FLOP/byte")
+    x0 = _in_span(_positive(intensity, "intensity", "FLOP/byte"), _INTENSITY_LOG10, "intensity", "FLOP/byte")
     lo, hi = 10 ** _INTENSITY_LOG10[0], 10 ** _INTENSITY_LOG10[1]
-    if not lo <= x0 <= hi:
-        raise ValueError(f"intensity must be between {lo:g} and {hi:g} FLOP/byte, got {intensity!r}")
 
     controls = {
         "gpu": _gpu_dropdown(spec),
@@ -580,18 +591,21 @@ def mfu_explorer(
     """
     from . import training
 
-    n0 = _positive(n_params, "n_params", "parameters")
+    n0 = _in_span(_positive(n_params, "n_params", "parameters"), _PARAMS_LOG10, "n_params", "parameters")
     g0 = _positive_int(n_gpus, "n_gpus", "GPUs")
     spec = as_gpu(gpu)
-    if tokens_per_s is None:
-        tokens_per_s = training.expected_tokens_per_s(n0, g0, spec, 0.4, precision=precision)
-    r0 = _positive(tokens_per_s, "tokens_per_s", "tokens per second")
+    if tokens_per_s is None:  # the rate at 40 % MFU, brought inside the slider's span
+        lo, hi = 10 ** _TOKENS_LOG10[0], 10 ** _TOKENS_LOG10[1]
+        tokens_per_s = min(max(training.expected_tokens_per_s(n0, g0, spec, 0.4, precision=precision), lo), hi)
+    r0 = _in_span(
+        _positive(tokens_per_s, "tokens_per_s", "tokens per second"), _TOKENS_LOG10, "tokens_per_s", "tokens/s"
+    )
     training.mfu(n0, r0, g0, spec, precision)  # checks every input, refuses an impossible start
 
     controls = {
         "gpu": _gpu_dropdown(spec),
-        "n_params": _log_slider(n0, (7, 12.5), "params"),
-        "tokens_per_s": _log_slider(r0, (1, 9), "tokens/s"),
+        "n_params": _log_slider(n0, _PARAMS_LOG10, "params"),
+        "tokens_per_s": _log_slider(r0, _TOKENS_LOG10, "tokens/s"),
         "n_gpus": _powers_of_two_slider(g0, range(0, 15), "GPUs"),
     }
     fig, ax = _figure()
@@ -690,11 +704,9 @@ def collective_explorer(
 
     spec = interconnect._as_link(link, "link")
     n0 = _positive_int(n_ranks, "n_ranks", "ranks")
-    s0 = _positive(message_bytes, "message_bytes", "bytes")
+    s0 = _in_span(_positive(message_bytes, "message_bytes", "bytes"), _MESSAGE_LOG10, "message_bytes", "bytes")
     alpha = _positive(alpha_seconds, "alpha_seconds", "seconds")
     lo, hi = 10 ** _MESSAGE_LOG10[0], 10 ** _MESSAGE_LOG10[1]
-    if not lo <= s0 <= hi:
-        raise ValueError(f"message_bytes must be between {lo:g} and {hi:g} bytes, got {message_bytes!r}")
     start = comms.collective_cost(collective, s0, n0, alpha, spec, algorithm)  # checks the rest
     choice = (start.collective, start.algorithm)
 

@@ -38,6 +38,7 @@ _EVALUATE = """
 function evaluateCases(X, cases) {
   return cases.map(function (c) {
     try {
+      if (c.op === "sliders") return X.sliderLog10;
       if (c.op === "gpu") return X.findGpu(c.name).key;
       if (c.op === "peak") return X.peakFlopsPerS(c.gpu, c.precision);
       if (c.op === "ridge") return X.ridgePoint(c.gpu, c.precision);
@@ -244,6 +245,19 @@ def test_decode_turns_compute_bound_past_the_ridge(run_js):
     )
     assert at_256["bound"] == "memory" and at_512["bound"] == "compute"
     assert at_512["tokensPerS"] == pytest.approx(989.5e12 / 14e9)  # peak / (2 N) = 70,679 tok/s
+
+
+def test_the_sliders_span_what_the_notebook_widgets_span(run_js):
+    # A start outside a range input's span is clamped by the browser, so a page whose widget started
+    # at 0.02 FLOP/byte showed its website slider at 0.1 (the JavaScript spanned 0.1 to 10,000).
+    from roofline_lib import widgets
+
+    (spans,) = run_js([{"op": "sliders"}])
+    assert spans == {
+        "intensity": list(widgets._INTENSITY_LOG10),
+        "tokens_per_s": list(widgets._TOKENS_LOG10),
+        "message_bytes": list(widgets._MESSAGE_LOG10),
+    }
 
 
 def test_names_resolve_like_the_library(run_js):

@@ -371,3 +371,24 @@ def test_stepped_sliders_are_powers_of_two_with_the_start_among_them():
     assert len(options) == 16 and options[:5] == (1, 2, 4, 6, 8) and options[-1] == 16384
     assert ex.controls["n_gpus"].value == 6 and ex.site_attributes["data-n-gpus"] == "6"
     assert widgets.decode_explorer(7e9, "A100").controls["batch"].options[-1] == 1024  # 2**10
+
+
+@pytest.mark.parametrize(
+    "make, kwargs, message",
+    [
+        (widgets.roofline_explorer, {"intensity": 0.005}, "intensity must be between 0.01 and 10000 FLOP/byte"),
+        (widgets.mfu_explorer, {"tokens_per_s": 5.0}, "tokens_per_s must be between 10 and 1e+09 tokens/s"),
+        (widgets.mfu_explorer, {"n_params": 5e12}, "n_params must be between 1e+07 and"),
+        (widgets.collective_explorer, {"message_bytes": 1e12}, "message_bytes must be between 100 and 1e+11 bytes"),
+    ],
+)
+def test_a_start_outside_a_sliders_span_is_refused_not_clamped(make, kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make(**kwargs)
+
+
+def test_the_mfu_explorers_default_rate_is_brought_inside_the_slider():
+    # 3 trillion parameters on one A100: 40 % MFU is ~7 tokens/s, below the slider's 10
+    ex = widgets.mfu_explorer(n_params=3e12, n_gpus=1, gpu="A100")
+    assert ex.controls["tokens_per_s"].value == 10.0
+    assert float(ex.site_attributes["data-tokens-per-s"]) == 10.0

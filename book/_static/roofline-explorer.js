@@ -441,7 +441,12 @@
       bytesPerRankPerByte(collective, nRanks, algorithm);
   }
 
+  // The log sliders' spans (log10 of their ends), the same as roofline_lib.widgets' sliders; a test
+  // holds the two to each other.
+  var SLIDER_LOG10 = { intensity: [-2, 4], tokens_per_s: [1, 9], message_bytes: [2, 11] };
+
   var api = {
+    sliderLog10: SLIDER_LOG10,
     findGpu: findGpu,
     peakFlopsPerS: peakFlopsPerS,
     ridgePoint: ridgePoint,
@@ -471,9 +476,9 @@
   // ------------------------------------------------------------------ the page
 
   var SVG_NS = "http://www.w3.org/2000/svg"; // the SVG namespace name, not a network address
-  var INTENSITY_LOG10 = [-1, 4]; // the slider spans 0.1 to 10,000 FLOP/byte
+  var INTENSITY_LOG10 = SLIDER_LOG10.intensity; // 0.01 to 10,000 FLOP/byte
   var BATCH_LOG2_MAX = 12; // batch 1 to 4096 in powers of two
-  var TOKENS_LOG10 = [1, 9]; // training tokens/s, all cards together: 10 to 1e9
+  var TOKENS_LOG10 = SLIDER_LOG10.tokens_per_s; // training tokens/s, all cards together: 10 to 1e9
   var MODEL_SIZES = [1e9, 7e9, 13e9, 70e9, 405e9];
   var STARTING_MFU = 0.4; // with no data-tokens-per-s, start at the rate that gives 40 % MFU
   var MFU_AXIS_MAX = 1.5; // the MFU bar's axis ends at 150 %, so a refused rate still shows
@@ -569,7 +574,13 @@
 
   /** A range input over the base-10 logarithm of a value, from 10^range[0] to 10^range[1] in
    * steps of 0.01, starting at `initial`, and the output that shows the chosen value. */
-  function logSlider(name, range, initial, ariaLabel) {
+  function logSlider(name, range, initial, unit, ariaLabel) {
+    // A range input would clamp a start outside its span, and the first move would jump: refuse it.
+    var lo = Math.pow(10, range[0]), hi = Math.pow(10, range[1]);
+    if (!(initial >= lo && initial <= hi)) {
+      throw new Error("data-" + name.replace(/_/g, "-") + " must be between " + tick(lo) + " and " + tick(hi) +
+        " " + unit + ", got " + initial);
+    }
     var input = el("input", { type: "range", name: name, min: String(range[0]), max: String(range[1]),
       step: "0.01", value: String(Math.log10(initial)), "aria-label": ariaLabel });
     return { input: input, output: el("output", { class: "roofline-explorer__slider-value" }) };
@@ -744,7 +755,7 @@
   function intensityMode(host, ui, refresh) {
     var start = numberAttr(host, "data-intensity", 10);
     var current = Number(positive(start, "data-intensity", "FLOP/byte").toPrecision(3));
-    var slider = logSlider("intensity", INTENSITY_LOG10, start, "Arithmetic intensity, FLOP per byte (logarithmic)");
+    var slider = logSlider("intensity", INTENSITY_LOG10, start, "FLOP/byte", "Arithmetic intensity, FLOP per byte (logarithmic)");
     ui.controls.appendChild(sliderField("Intensity (FLOP/byte)", slider));
     var out = {
       peak: readout(ui.dl, "peak_flops_per_s", "Compute roof"),
@@ -851,12 +862,13 @@
     var seqLen = numberAttr(host, "data-seq-len", undefined);
     var perToken = trainingFlopsPerToken(nParams, convention, nLayers, dModel, seqLen); // checks the markup
     var gpus0 = wholeNumber(numberAttr(host, "data-n-gpus", 8), "data-n-gpus", "GPUs");
-    var rate = host.getAttribute("data-tokens-per-s") === null
-      ? (STARTING_MFU * gpus0 * peakFlopsPerS(gpu0, precision0)) / perToken
+    var rate = host.getAttribute("data-tokens-per-s") === null  // 40 % MFU, inside the slider's span
+      ? Math.min(Math.max((STARTING_MFU * gpus0 * peakFlopsPerS(gpu0, precision0)) / perToken,
+        Math.pow(10, TOKENS_LOG10[0])), Math.pow(10, TOKENS_LOG10[1]))
       : positive(numberAttr(host, "data-tokens-per-s"), "data-tokens-per-s", "tokens per second");
     rate = Number(rate.toPrecision(3));
 
-    var tokens = logSlider("tokens_per_s", TOKENS_LOG10, rate,
+    var tokens = logSlider("tokens_per_s", TOKENS_LOG10, rate, "tokens/s",
       "Training tokens per second, all GPUs together (logarithmic)");
     var gpus = steppedSlider("n_gpus", choices(gpus0, N_GPUS_CHOICES), gpus0,
       "Number of GPUs (powers of two)");
@@ -999,7 +1011,7 @@
     refresh();
   }
 
-  var MESSAGE_LOG10 = [2, 11]; // message sizes 100 bytes to 100 GB
+  var MESSAGE_LOG10 = SLIDER_LOG10.message_bytes; // message sizes 100 bytes to 100 GB
   var RANKS_CHOICES = powersOfTwo(1, 10); // 2 to 1,024 ranks
   var COMMS_CHOICES = [
     { value: "all_reduce/ring", text: "all-reduce (ring)" },
@@ -1071,7 +1083,7 @@
     var kindSelect = el("select", { name: "collective" });
     fillSelect(kindSelect, COMMS_CHOICES, c0 + "/" + a0);
     var ranks = steppedSlider("n_ranks", choices(n0, RANKS_CHOICES), n0, "Number of ranks (powers of two)");
-    var slider = logSlider("message_bytes", MESSAGE_LOG10, s0, "Message size in bytes (logarithmic)");
+    var slider = logSlider("message_bytes", MESSAGE_LOG10, s0, "bytes", "Message size in bytes (logarithmic)");
     ui.controls.appendChild(field("Link", linkSelect));
     ui.controls.appendChild(field("Collective", kindSelect));
     ui.controls.appendChild(sliderField("Ranks", ranks));
