@@ -187,7 +187,11 @@ class Notebook:
         deadline = time.monotonic() + timeout_s
         time.sleep(1)
         while True:
-            prompts = self.panel.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+            # A cell whose input is collapsed (the website's hidden cells) shows no prompt; the kernel
+            # runs the cells in order, and is idle only once the last one is done.
+            prompts = self.panel.locator(
+                ".jp-CodeCell:not(:has(.jp-InputPlaceholder)) .jp-InputPrompt"
+            ).all_inner_texts()
             status = self.panel.locator(".jp-Notebook-ExecutionIndicator").get_attribute("data-status")
             if prompts and all(re.search(r"\[\d+\]", p) for p in prompts) and status == "idle":
                 break
@@ -254,6 +258,9 @@ def test_a_url_opens_the_md_file_as_a_notebook_with_a_kernel(browser, lab, path)
         assert nb.panel.locator(".jp-MarkdownCell").count() >= 2
         kernel = nb.panel.locator(".jp-KernelName").inner_text()
         assert "Python" in kernel, kernel
+        # The cells the website hides (tagged remove-input) show collapsed: their code is one click away.
+        hidden = sum("remove-input" in c.metadata.get("tags", ()) for c in jupytext.read(ROOT / path).cells)
+        assert nb.panel.locator(".jp-InputPlaceholder").count() == hidden, f"{path}: {hidden} inputs to collapse"
         if path == EXERCISE:
             nb.run_all()
             _assert_clean(nb, path)
