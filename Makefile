@@ -106,8 +106,9 @@ XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS))
 
 # Work several tests share (the graded class) is done once per run (the `once_per_run` fixture in
 # conftest.py), whichever process asks first. A process that runs out of tests takes some of the
-# other's (worksteal): the grading tests take seconds each and would otherwise end the run on one core. Tests marked `measures` time this machine (against
-# roofs measured on it, or a time budget): they run afterwards, alone.
+# other's (worksteal): the grading tests take seconds each and would otherwise end the run on one
+# core. Tests marked `measures` time this machine (against roofs measured on it, or a time budget):
+# they run afterwards, alone.
 # The second run collects only the files that use the mark (collecting every test takes ~15 s).
 UNIT = $(PY) -m pytest -q
 MEASURING := $(shell grep -l 'mark\.measures' tests/test_*.py 2>/dev/null)

@@ -207,12 +207,17 @@ def _gpu_dropdown(spec) -> w.Dropdown:
     )
 
 
+def _span(log10_range: tuple[float, float]) -> tuple[float, float]:
+    """The values at the two ends of a log slider over ``10**log10_range``."""
+    return 10 ** log10_range[0], 10 ** log10_range[1]
+
+
 def _in_span(value: float, log10_range: tuple[float, float], name: str, unit: str) -> float:
     """``value`` if a log slider over ``10**log10_range`` can show it; a ValueError naming it if not.
 
     (A slider would silently clamp it, and every number read from the slider would be for another input.)
     """
-    lo, hi = 10 ** log10_range[0], 10 ** log10_range[1]
+    lo, hi = _span(log10_range)
     if not lo <= value <= hi:
         raise ValueError(f"{name} must be between {lo:g} and {hi:g} {unit}, got {value!r}")
     return value
@@ -307,7 +312,7 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
     spec = as_gpu(gpu)
     spec.peak_flops_per_s(precision)  # refuses a precision the chip lacks, naming what it has
     x0 = _in_span(_positive(intensity, "intensity", "FLOP/byte"), _INTENSITY_LOG10, "intensity", "FLOP/byte")
-    lo, hi = 10 ** _INTENSITY_LOG10[0], 10 ** _INTENSITY_LOG10[1]
+    lo, hi = _span(_INTENSITY_LOG10)
 
     controls = {
         "gpu": _gpu_dropdown(spec),
@@ -595,7 +600,7 @@ def mfu_explorer(
     g0 = _positive_int(n_gpus, "n_gpus", "GPUs")
     spec = as_gpu(gpu)
     if tokens_per_s is None:  # the rate at 40 % MFU, brought inside the slider's span
-        lo, hi = 10 ** _TOKENS_LOG10[0], 10 ** _TOKENS_LOG10[1]
+        lo, hi = _span(_TOKENS_LOG10)
         tokens_per_s = min(max(training.expected_tokens_per_s(n0, g0, spec, 0.4, precision=precision), lo), hi)
     r0 = _in_span(
         _positive(tokens_per_s, "tokens_per_s", "tokens per second"), _TOKENS_LOG10, "tokens_per_s", "tokens/s"
@@ -706,7 +711,7 @@ def collective_explorer(
     n0 = _positive_int(n_ranks, "n_ranks", "ranks")
     s0 = _in_span(_positive(message_bytes, "message_bytes", "bytes"), _MESSAGE_LOG10, "message_bytes", "bytes")
     alpha = _positive(alpha_seconds, "alpha_seconds", "seconds")
-    lo, hi = 10 ** _MESSAGE_LOG10[0], 10 ** _MESSAGE_LOG10[1]
+    lo, hi = _span(_MESSAGE_LOG10)
     start = comms.collective_cost(collective, s0, n0, alpha, spec, algorithm)  # checks the rest
     choice = (start.collective, start.algorithm)
 
