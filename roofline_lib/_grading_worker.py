@@ -152,6 +152,10 @@ def _run_cell(km, kc, source: str, injected: bool):
 #: outgoing connections use), likelier when many kernels start at once, and ipykernel 7's known
 #: hang at start.
 KERNEL_START_ATTEMPTS = 3
+#: Seconds a kernel has to answer before another is started (one answers in about 1 s). The
+#: notebook's time limit runs from the start of the first kernel, so a long wait here would be
+#: taken from the student's time.
+KERNEL_READY_TIMEOUT_S = 30
 
 
 def start_kernel(job: dict, manager=None):
@@ -188,7 +192,7 @@ def start_kernel(job: dict, manager=None):
         kc = km.client()
         kc.start_channels()
         try:
-            kc.wait_for_ready(timeout=120)
+            kc.wait_for_ready(timeout=KERNEL_READY_TIMEOUT_S)
             return km, kc
         except RuntimeError:
             kc.stop_channels()

@@ -382,7 +382,7 @@ def test_a_practice_check_prints_one_line_and_never_raises(capsys, monkeypatch):
 
 def _flaky_kernels(deaths: int):
     """A KernelManager stand-in whose first ``deaths`` kernels die before they answer."""
-    log = {"started": 0, "shut down": 0, "clients stopped": 0}
+    log = {"started": 0, "shut down": 0, "clients stopped": 0, "waited": []}
 
     class Client:
         def __init__(self, dies):
@@ -395,6 +395,7 @@ def _flaky_kernels(deaths: int):
             log["clients stopped"] += 1
 
         def wait_for_ready(self, timeout):
+            log["waited"].append(timeout)
             if self.dies:
                 raise RuntimeError("Kernel died before replying to kernel_info")
 
@@ -420,7 +421,23 @@ def test_a_kernel_that_dies_before_answering_is_replaced_before_any_cell_runs():
     manager, log = _flaky_kernels(deaths=_grading_worker.KERNEL_START_ATTEMPTS - 1)
     km, kc = _grading_worker.start_kernel(job, manager=manager)
     assert isinstance(km, manager) and not kc.dies
-    assert log == {"started": 3, "shut down": 2, "clients stopped": 2}  # each dead one cleaned up
+    assert {k: log[k] for k in ("started", "shut down", "clients stopped")} == {
+        "started": 3,
+        "shut down": 2,
+        "clients stopped": 2,
+    }  # each dead one cleaned up
+
+
+def test_a_silent_kernel_costs_the_student_seconds_not_minutes():
+    # The time limit (180 s by default) runs from the first kernel's start: three silent kernels
+    # waited for 120 s each would have used it all before the first cell.
+    job = {"kernel_env": {"ROOFLINE_GRADING": "1"}}
+    manager, log = _flaky_kernels(deaths=1)
+    _grading_worker.start_kernel(job, manager=manager)
+    assert log["waited"] == [_grading_worker.KERNEL_READY_TIMEOUT_S] * 2
+    assert _grading_worker.KERNEL_READY_TIMEOUT_S * (_grading_worker.KERNEL_START_ATTEMPTS - 1) < (
+        grading.DEFAULT_TIME_LIMIT_S / 2
+    )
 
 
 def test_kernels_that_keep_dying_are_reported_not_retried_for_ever():
