@@ -21,8 +21,8 @@ import jupytext
 import pytest
 
 import roofline_lib as rl
-from roofline_lib import _grading_key as key
-from roofline_lib import _grading_worker, grading, observer
+from roofline_lib import grading, observer
+from roofline_lib.grading import grader, key, worker
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "exercises"
@@ -300,7 +300,8 @@ def test_the_observer_imports_no_key():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     source = Path(observer.__file__).read_text()
-    assert "_grading_key" not in source and "import roofline_lib" not in source
+    assert "grading" not in "".join(line for line in source.splitlines() if "import" in line)
+    assert "import roofline_lib" not in source
 
 
 def test_encode_survives_hostile_values():
@@ -418,8 +419,8 @@ def _flaky_kernels(deaths: int):
 
 def test_a_kernel_that_dies_before_answering_is_replaced_before_any_cell_runs():
     job = {"kernel_env": {"ROOFLINE_GRADING": "1"}}
-    manager, log = _flaky_kernels(deaths=_grading_worker.KERNEL_START_ATTEMPTS - 1)
-    km, kc = _grading_worker.start_kernel(job, manager=manager)
+    manager, log = _flaky_kernels(deaths=worker.KERNEL_START_ATTEMPTS - 1)
+    km, kc = worker.start_kernel(job, manager=manager)
     assert isinstance(km, manager) and not kc.dies
     assert {k: log[k] for k in ("started", "shut down", "clients stopped")} == {
         "started": 3,
@@ -433,19 +434,17 @@ def test_a_silent_kernel_costs_the_student_seconds_not_minutes():
     # waited for 120 s each would have used it all before the first cell.
     job = {"kernel_env": {"ROOFLINE_GRADING": "1"}}
     manager, log = _flaky_kernels(deaths=1)
-    _grading_worker.start_kernel(job, manager=manager)
-    assert log["waited"] == [_grading_worker.KERNEL_READY_TIMEOUT_S] * 2
-    assert _grading_worker.KERNEL_READY_TIMEOUT_S * (_grading_worker.KERNEL_START_ATTEMPTS - 1) < (
-        grading.DEFAULT_TIME_LIMIT_S / 2
-    )
+    worker.start_kernel(job, manager=manager)
+    assert log["waited"] == [worker.KERNEL_READY_TIMEOUT_S] * 2
+    assert worker.KERNEL_READY_TIMEOUT_S * (worker.KERNEL_START_ATTEMPTS - 1) < (grading.DEFAULT_TIME_LIMIT_S / 2)
 
 
 def test_kernels_that_keep_dying_are_reported_not_retried_for_ever():
     job = {"kernel_env": {"ROOFLINE_GRADING": "1"}}
     manager, log = _flaky_kernels(deaths=99)
     with pytest.raises(RuntimeError, match="died before replying"):
-        _grading_worker.start_kernel(job, manager=manager)
-    assert log["started"] == _grading_worker.KERNEL_START_ATTEMPTS
+        worker.start_kernel(job, manager=manager)
+    assert log["started"] == worker.KERNEL_START_ATTEMPTS
 
 
 # =========================================================================== the command line
@@ -502,7 +501,7 @@ def test_gradebook_and_json_from_results():
         "a/ex2_ridge_points.md",
         "ex2",
         "t",
-        [grading._part_result(p, "correct" if p is part else "wrong", "m") for p in key.parts_of("ex2")],
+        [grader._part_result(p, "correct" if p is part else "wrong", "m") for p in key.parts_of("ex2")],
         "",
     )
     students = [grading.StudentResult("ann", "a", [nb]), grading.StudentResult("bob", "b", [], "no exercise")]
@@ -558,7 +557,7 @@ for obj in gc.get_objects():
     except Exception:
         pass
 try:
-    import roofline_lib._grading_key
+    import roofline_lib.grading.key
     key_import = "imported"
 except ImportError:
     key_import = "refused"

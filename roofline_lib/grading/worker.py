@@ -1,6 +1,6 @@
 """One graded notebook, run in a fresh kernel: the grader's worker process.
 
-The grader starts ``python -m roofline_lib._grading_worker`` in a new session, in the
+The grader starts ``python -m roofline_lib.grading.worker`` in a new session, in the
 submission's scratch folder, with a scrubbed environment, and writes the job (a JSON list of
 cell sources, the injected ones marked) to its stdin. The worker
 
@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 
-from .observer import MIME_TYPE
+from ..observer import MIME_TYPE
 
 __all__ = ["descendants", "kill_tree", "harden"]
 

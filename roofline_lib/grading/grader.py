@@ -7,10 +7,10 @@ Three processes, and the key lives in only one kind of them:
   student's functions on probe inputs drawn when grading starts. The kernel imports a scratch
   copy of ``roofline_lib`` without the key modules; nothing it can reach holds a reference
   value, a probe's expected result or a letter;
-* the **worker** (``roofline_lib._grading_worker``), one per notebook, starts that kernel and
+* the **worker** (``roofline_lib.grading.worker``), one per notebook, starts that kernel and
   streams what the injected cells published; it judges nothing;
 * the **grader** (this module, in the process that runs ``roofline grade``) draws the probes,
-  judges every observation against ``roofline_lib._grading_key`` in its own process, and writes
+  judges every observation against ``roofline_lib.grading.key`` in its own process, and writes
   the reports, atomically, after the last kernel is dead.
 
 Practice mode is the same judge in another process: ``python -m roofline_lib.grading
@@ -41,8 +41,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from . import _grading_key as key
-from ._grading_worker import descendants, harden, kill_tree, sign
+from . import key
+from .worker import descendants, harden, kill_tree, sign
 
 __all__ = [
     "PartResult",
@@ -204,14 +204,14 @@ def _graded_cells(cells, exercise: key.Exercise, plans: dict[str, dict]):
 
 def _package_copy(root: Path) -> Path:
     """A copy of roofline_lib without the key, the grader and the worker: what kernels import."""
-    src = Path(__file__).resolve().parent
+    src = Path(__file__).resolve().parents[1]
     dest = root / "lib" / "roofline_lib"
-    left_out = ("_grading_key.py", "grading.py", "_grading_worker.py")
-    shutil.copytree(src, dest, ignore=shutil.ignore_patterns(*left_out, "__pycache__", "*.pyc"))
-    for name in left_out:  # a stub, so that no other finder supplies the real module instead
-        (dest / name).write_text(
-            f'raise ImportError("roofline_lib.{name[:-3]} is not available inside a graded kernel")\n'
-        )
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("grading", "__pycache__", "*.pyc"))
+    # a stub, so that no other finder supplies the real subpackage instead
+    (dest / "grading").mkdir()
+    (dest / "grading" / "__init__.py").write_text(
+        'raise ImportError("roofline_lib.grading is not available inside a graded kernel")\n'
+    )
     return dest.parent
 
 
@@ -288,7 +288,7 @@ def _run_worker(cells, scratch: Path, kernel_env: dict, time_limit_s: float):
     """Run the cells in a worker; returns (events by kind, end) where end names how it stopped."""
     work = scratch / "work"
     worker_env = dict(kernel_env)
-    worker_env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    worker_env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     secret = secrets.token_hex(32)
     run_as = None
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -296,7 +296,7 @@ def _run_worker(cells, scratch: Path, kernel_env: dict, time_limit_s: float):
         _own_scratch(scratch, run_as)
     job = json.dumps({"cells": cells, "kernel_env": kernel_env, "secret": secret, "run_as": run_as})
     proc = subprocess.Popen(
-        [sys.executable, "-m", "roofline_lib._grading_worker"],
+        [sys.executable, "-m", "roofline_lib.grading.worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -752,17 +752,3 @@ def practice_server(stdin=None, stdout=None) -> int:
         stdout.write(json.dumps(reply) + "\n")
         stdout.flush()
     return EXIT_OK
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m roofline_lib.grading`` = ``roofline grade``; ``--practice`` serves check cells."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["--practice"]:
-        return practice_server()
-    from .cli import main as cli_main
-
-    return cli_main(["grade", *argv])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

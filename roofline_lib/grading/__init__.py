@@ -1,0 +1,14 @@
+"""The grader of the exercises, as one subpackage: nothing a graded kernel imports lives here.
+
+* :mod:`.grader` grades one student's notebooks or a class, and serves practice checks;
+* :mod:`.key` holds the answer key: the references, the probes and the judge;
+* :mod:`.worker` runs one notebook in a fresh kernel and streams what it published;
+* ``python -m roofline_lib.grading`` is ``roofline grade``; with ``--practice`` it serves
+  the exercises' check cells (``roofline_lib.observer.check``).
+
+A graded kernel imports a copy of ``roofline_lib`` that leaves this folder out; what it runs of
+the grading is :mod:`roofline_lib.observer` alone.
+"""
+
+from .grader import *  # noqa: F401,F403
+from .grader import __all__  # noqa: F401
