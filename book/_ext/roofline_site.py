@@ -16,6 +16,10 @@
   that add a body-only script (sphinx-thebe's ``const THEBE_JS_URL = ...``) get it registered twice
   by Sphinx 7.4 (once as ``None``, once as ``''``), and a repeated ``const`` is a page error.
 
+* It registers the bibliography style ``roofline`` (``bibtex_default_style`` in ``_config.yml``):
+  pybtex's alpha labels, without the braces that protect a corporate author's name in BibTeX
+  (``{{PCI-SIG}}`` gave the label ``[{PCI-SIG}17]``; it is now ``[PCI-SIG17]``).
+
 The vendored MathJax is wired up in ``_config.yml`` (``html_extra_path``, ``mathjax_path``); see
 ``book/_extra/vendor/README.md``.
 """
@@ -95,7 +99,26 @@ def theme_options(app, config) -> None:
     config.html_theme_options.setdefault("navbar_persistent", [])
 
 
+def _register_bibliography_style() -> None:
+    """pybtex's ``alpha`` style under the name ``roofline``, its labels stripped of braces."""
+    from pybtex.plugin import register_plugin
+    from pybtex.style.formatting.alpha import Style as AlphaStyle
+    from pybtex.style.labels.alpha import LabelStyle as AlphaLabelStyle
+
+    class BracelessLabelStyle(AlphaLabelStyle):
+        def format_labels(self, sorted_entries):
+            for label in super().format_labels(sorted_entries):
+                yield label.replace("{", "").replace("}", "")
+
+    class RooflineStyle(AlphaStyle):
+        default_label_style = "roofline"
+
+    register_plugin("pybtex.style.labels", "roofline", BracelessLabelStyle, force=True)
+    register_plugin("pybtex.style.formatting", "roofline", RooflineStyle, force=True)
+
+
 def setup(app):
+    _register_bibliography_style()
     app.connect("config-inited", theme_options)
     app.connect("builder-inited", write_registry)
     app.add_css_file(SITE_CSS)
