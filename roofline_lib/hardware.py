@@ -19,6 +19,7 @@ registry lacks is described with :func:`accelerator`.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -37,6 +38,7 @@ __all__ = [
     "as_gpu",
     "accelerator",
     "bytes_per_element",
+    "match_gpu",
 ]
 
 #: Precisions the course speaks of, from widest to narrowest.
@@ -269,6 +271,19 @@ _MI300X_SPARSE = {
     "int8": 5229.8 * _T,
 }
 _SPARSE_NOTE = "Dense tensor-core figures are the datasheet's sparse figures halved."
+_V100_SOURCE = "NVIDIA Tesla V100 GPU datasheet (2020), V100 SXM2 column"
+_V100_NOTE = (
+    "Volta has no sparsity and no bf16 or tf32: its tensor cores run fp16 (125 TFLOP/s, the "
+    "datasheet's 'Tensor Performance'); fp32 is the CUDA-core peak. SM count and L2 from the Volta "
+    "architecture whitepaper (GV100)."
+)
+_A10_SPARSE = {"tf32": 125 * _T, "bf16": 250 * _T, "fp16": 250 * _T, "int8": 500 * _T}
+_MI250_NOTE = (
+    "CDNA 2 has no structured sparsity: every figure is dense, as printed. fp32 is the FP32 matrix "
+    "peak (the FP32 vector peak is {vector} TFLOP/s); no tf32. Two dies (GCDs) per package, each with "
+    "8 MB of L2, and sm_count holds the {cus} compute units of both; a rank usually drives one die, "
+    "half of every figure here."
+)
 
 _REGISTRY: dict[str, GPUSpec] = {
     spec.key: spec
@@ -298,10 +313,12 @@ _REGISTRY: dict[str, GPUSpec] = {
             dense={"fp32": 19.5 * _T, **_A100_TENSOR_DENSE},
             sparse={p: 2 * v for p, v in _A100_TENSOR_DENSE.items()},
             source=_A100_SOURCE,
-            aliases=("a100-40gb", "a100 40gb"),
+            aliases=("a100-40gb", "a100 40gb", "a100 pg509 200", "a100-pg509-200"),
             memory_kind="HBM2",
             l2_bytes_per_s=5120 * 1410e6,
-            notes="Same compute as the 80 GB part, slower and smaller memory. " + _A100_L2_NOTE,
+            notes="Same compute as the 80 GB part, slower and smaller memory. " + _A100_L2_NOTE + " "
+            "'A100-PG509-200' is the name torch reports for this SXM4 board (PG509) in a 40 GB build: "
+            "its traces record 42,297,524,224 bytes (39.4 GiB) of device memory and 108 SMs.",
         ),
         _spec(
             "h100-sxm",
@@ -374,6 +391,77 @@ _REGISTRY: dict[str, GPUSpec] = {
             aliases=("nvidia l4",),
             memory_kind="GDDR6",
             notes=_SPARSE_NOTE + " SM count and L2 from the Ada Lovelace architecture whitepaper (AD104).",
+        ),
+        _spec(
+            "v100-sxm2-32gb",
+            "V100 SXM2 32GB",
+            bw=900 * _G,
+            cap=32 * GIB,
+            l2=6 * _MB,
+            sms=80,
+            dense={"fp32": 15.7 * _T, "fp16": 125 * _T},
+            sparse={},
+            source=_V100_SOURCE,
+            aliases=("v100", "v100 32gb", "v100-32gb", "v100 sxm2 32gb"),
+            memory_kind="HBM2",
+            notes=_V100_NOTE,
+        ),
+        _spec(
+            "v100-sxm2-16gb",
+            "V100 SXM2 16GB",
+            bw=900 * _G,
+            cap=16 * GIB,
+            l2=6 * _MB,
+            sms=80,
+            dense={"fp32": 15.7 * _T, "fp16": 125 * _T},
+            sparse={},
+            source=_V100_SOURCE,
+            aliases=("v100 16gb", "v100-16gb", "v100 sxm2 16gb"),
+            memory_kind="HBM2",
+            notes=_V100_NOTE,
+        ),
+        _spec(
+            "a10",
+            "A10",
+            bw=600 * _G,
+            cap=24 * GIB,
+            l2=6 * _MB,
+            sms=72,
+            dense={"fp32": 31.2 * _T, **_halves(_A10_SPARSE)},
+            sparse=_A10_SPARSE,
+            source="NVIDIA A10 Tensor Core GPU datasheet (2021)",
+            aliases=("nvidia a10", "a10 pcie"),
+            memory_kind="GDDR6",
+            notes=_SPARSE_NOTE + " SM count and L2 from the Ampere GA102 whitepaper. Not the A10G: "
+            "AWS's variant has no NVIDIA datasheet, so the registry does not guess its figures.",
+        ),
+        _spec(
+            "mi250x",
+            "MI250X",
+            bw=3276.8 * _G,
+            cap=128 * GIB,
+            l2=16 * _MB,
+            sms=220,
+            dense={"fp32": 95.7 * _T, "bf16": 383 * _T, "fp16": 383 * _T, "int8": 383 * _T},
+            sparse={},
+            source="AMD Instinct MI250X accelerator data sheet (2021)",
+            aliases=("amd mi250x", "instinct mi250x"),
+            memory_kind="HBM2e",
+            notes=_MI250_NOTE.format(vector="47.9", cus=220),
+        ),
+        _spec(
+            "mi250",
+            "MI250",
+            bw=3276.8 * _G,
+            cap=128 * GIB,
+            l2=16 * _MB,
+            sms=208,
+            dense={"fp32": 90.5 * _T, "bf16": 362.1 * _T, "fp16": 362.1 * _T, "int8": 362.1 * _T},
+            sparse={},
+            source="AMD Instinct MI250 accelerator data sheet (2021)",
+            aliases=("amd mi250", "instinct mi250"),
+            memory_kind="HBM2e",
+            notes=_MI250_NOTE.format(vector="45.3", cus=208),
         ),
         _spec(
             "mi300x",
@@ -465,3 +553,46 @@ def as_gpu(value) -> GPUSpec:
     if isinstance(value, str):
         return gpu(value)
     raise TypeError(f"gpu must be a GPUSpec or a GPU name such as 'A100', got {type(value).__name__} {value!r}")
+
+
+# --------------------------------------------------------------------------- device names
+
+
+#: Words in a device name that never change which chip it is: the vendor, the SXM form factor
+#: (the registry's default part), the memory technology, the memory size (the registry's
+#: aliases say where a size does pick the part).
+def _droppable(word: str) -> bool:
+    return (
+        word in ("nvidia", "amd", "instinct", "tesla", "gpu")
+        or word.startswith(("sxm", "hbm"))
+        or (word.endswith("gb") and word[:-2].isdigit())
+    )
+
+
+def match_gpu(device_name: str) -> GPUSpec:
+    """The registry entry for a name as ``torch.cuda.get_device_name`` prints it.
+
+    The registry's own lookup (:func:`roofline_lib.hardware.gpu`, with its aliases) decides; this
+    only tries the name with fewer of the words that never change the chip (vendor, SXM, HBM
+    generation, memory size), longest first: ``"NVIDIA A100-SXM4-40GB"`` -> ``"a100 40gb"`` ->
+    A100 40GB SXM, ``"NVIDIA H100 80GB HBM3"`` -> ``"h100"`` -> H100 SXM. A word that does change
+    the part (PCIe, NVL) is never dropped, so an A100 PCIe or an H100 NVL raises ValueError
+    instead of borrowing a sibling's roofs.
+    """
+    if not isinstance(device_name, str) or not device_name.strip():
+        raise TypeError(f"device_name must be a GPU name such as 'NVIDIA H200', got {device_name!r}")
+    words = device_name.lower().replace("-", " ").replace("_", " ").split()
+    optional = [i for i, w in enumerate(words) if _droppable(w)]
+    for n_dropped in range(len(optional) + 1):
+        for dropped in itertools.combinations(optional, n_dropped):
+            kept = " ".join(w for i, w in enumerate(words) if i not in dropped)
+            if not kept:
+                continue
+            try:
+                return gpu(kept)
+            except ValueError:
+                continue
+    raise ValueError(
+        f"GPU {device_name!r} is not in the registry; add its datasheet to roofline_lib/hardware.py "
+        f"first (known: {', '.join(known_gpus())})"
+    )

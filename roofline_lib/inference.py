@@ -9,7 +9,8 @@ Counting conventions used throughout (all SI: FLOP, bytes, seconds):
   :class:`~roofline_lib.transformer.TransformerConfig`, the step reads only what it uses: one
   embedding row per sequence (not the whole table), and for a mixture of experts only the experts
   the batch's tokens are routed to (:func:`decode_step_bytes_of`).
-* Capacities follow the registry: a part sold as "80 GB" holds 80 GiB (80 * 2**30 bytes).
+* Capacities follow the registry: a part sold as "80 GB" holds 80 GiB (80 * ``hardware.GIB`` bytes).
+  Whether a model fits is decided once, in bytes, by :func:`_fits` (its warning shows GiB).
 
 The one rule behind this module: a weight matmul's intensity is set by the number of tokens that
 share one read of the weights. In bf16 it is about that token count in FLOP/byte, so single-stream
@@ -23,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 from ._checks import _fraction, _model_params, _positive, _positive_int
+from ._format import gib
 from .hardware import as_gpu, bytes_per_element
 from .ops import FLOP_PER_MAC, gemm
 from .roofline import Roof, ridge_point
@@ -162,6 +164,24 @@ def _peak_for(spec, precision: str, bytes_per_param: float) -> float:
         ) from None
 
 
+def _fits(spec, stored_bytes: float, what: str) -> tuple[bool, str | None]:
+    """The one fits-in-memory rule: ``stored_bytes`` against the card's capacity, both in bytes.
+
+    Returns ``(fits, warning)``. ``what`` names what is stored ("the weights", "weights plus KV
+    cache"); the warning shows both sizes in GiB, the unit a capacity is printed in. A chip
+    described without a capacity fits, with a warning that the fit was not checked.
+    """
+    capacity = spec.hbm_capacity_bytes
+    if capacity is None:
+        return True, f"{spec.name} has no memory capacity on record: whether {what} fit was not checked"
+    if stored_bytes <= capacity:
+        return True, None
+    return False, (
+        f"{what} ({gib(stored_bytes)}) do not fit in the {spec.name}'s {gib(capacity)}, "
+        "so this ceiling is unreachable on one card"
+    )
+
+
 def _capacity(spec) -> float:
     if spec.hbm_capacity_bytes is None:
         raise ValueError(
@@ -272,28 +292,20 @@ def decode_roofline(n_params, gpu, bytes_per_param=2, precision=None, batch=1) -
         precision = precision_for_bytes(b)
     peak = _peak_for(spec, precision, b)
 
+    flops_per_step = flops_per_token * batch
     memory_seconds = weight_bytes / spec.hbm_bytes_per_s
-    compute_seconds = flops_per_token * batch / peak
+    compute_seconds = flops_per_step / peak
     roof = Roof(peak, spec.hbm_bytes_per_s, f"{spec.name} {precision}")
-    seconds_per_step = roof.seconds(flops_per_token * batch, weight_bytes)  # the larger of the two
+    seconds_per_step = roof.seconds(flops_per_step, weight_bytes)  # the larger of the two
     tokens_per_s = batch / seconds_per_step
     achieved = flops_per_token * tokens_per_s
 
     stored_bytes = n * b  # every weight is stored, whether or not this step reads it
     capacity = spec.hbm_capacity_bytes
-    warning = None
-    if capacity is None:
-        fits, gpus_needed = True, 1
-        warning = f"{spec.name} has no memory capacity on record: whether the weights fit was not checked"
-    else:
-        fits = stored_bytes <= capacity
-        gpus_needed = min_gpus_to_fit(stored_bytes, spec)
-        if not fits:
-            warning = (
-                f"the weights ({stored_bytes / 2**30:.4g} GiB) do not fit in the {spec.name}'s "
-                f"{capacity / 2**30:.4g} GiB, so this ceiling is unreachable on one card; "
-                f"the weights alone need at least {gpus_needed} cards"
-            )
+    fits, warning = _fits(spec, stored_bytes, "the weights")
+    gpus_needed = 1 if capacity is None else min_gpus_to_fit(stored_bytes, spec)
+    if not fits:
+        warning += f"; the weights alone need at least {gpus_needed} cards"
     return DecodeCeiling(
         gpu=spec.name,
         n_params=n,
@@ -312,7 +324,7 @@ def decode_roofline(n_params, gpu, bytes_per_param=2, precision=None, batch=1) -
         achieved_flops_per_s=achieved,
         peak_flops_per_s=peak,
         share_of_peak=achieved / peak,
-        bound="memory" if memory_seconds >= compute_seconds else "compute",
+        bound=roof.bound(flops_per_step / weight_bytes),  # the one verdict: Roof.bound at the step's intensity
         warning=warning,
     )
 
@@ -420,13 +432,7 @@ def kv_decode_ceiling(gpu, weight_bytes, kv_bytes_per_token, context_len, batch=
     step_bytes = decode_step_bytes(weight_bytes, kv_bytes_per_token, context_len, batch)
     kv_bytes = step_bytes - float(weight_bytes)
     seconds_per_step = step_bytes / spec.hbm_bytes_per_s
-    fits = spec.hbm_capacity_bytes is None or step_bytes <= spec.hbm_capacity_bytes  # it reads all it stores
-    warning = None
-    if not fits:
-        warning = (
-            f"weights plus KV cache ({step_bytes / 1e9:.4g} GB) do not fit in the {spec.name}'s "
-            f"{spec.hbm_capacity_bytes / 2**30:.4g} GiB, so this ceiling is unreachable on one card"
-        )
+    fits, warning = _fits(spec, step_bytes, "weights plus KV cache")  # a step reads all it stores
     return KVDecodeCeiling(
         gpu=spec.name,
         batch=int(batch),
@@ -484,7 +490,7 @@ def quantisation_table(n_params, gpu, bytes_per_param=(2, 1, 0.5)) -> tuple[Quan
         if spec.has(precision):
             math_precision = precision
             ridge = ridge_point(spec, precision)
-            tokens = ridge * b / FLOP_PER_MAC
+            tokens = tokens_to_reach_ridge(spec, precision, bytes_per_elem=b)
             reason = None
         else:
             math_precision = "bf16"
@@ -680,19 +686,10 @@ def model_decode_ceiling(
     flops = step.batch * decode_flops_per_token(cfg, context_len)
     memory_seconds = step.total / spec.hbm_bytes_per_s
     compute_seconds = flops / peak
-    seconds = Roof(peak, spec.hbm_bytes_per_s, f"{spec.name} {precision}").seconds(flops, step.total)  # the larger
+    roof = Roof(peak, spec.hbm_bytes_per_s, f"{spec.name} {precision}")
+    seconds = roof.seconds(flops, step.total)  # the larger of the two times
     stored = cfg.n_params() * float(bytes_per_param) + step.kv_cache
-    warning = None
-    if spec.hbm_capacity_bytes is None:
-        fits = True
-        warning = f"{spec.name} has no memory capacity on record: whether the model fits was not checked"
-    else:
-        fits = stored <= spec.hbm_capacity_bytes
-        if not fits:
-            warning = (
-                f"weights plus KV cache ({stored / 2**30:.4g} GiB) do not fit in the {spec.name}'s "
-                f"{spec.hbm_capacity_bytes / 2**30:.4g} GiB, so this ceiling is unreachable on one card"
-            )
+    fits, warning = _fits(spec, stored, "weights plus KV cache")
     return ModelDecodeCeiling(
         gpu=spec.name,
         model=cfg.name or "model",
@@ -701,13 +698,13 @@ def model_decode_ceiling(
         bytes=step,
         flops_per_step=flops,
         intensity=flops / step.total,
-        ridge=ridge_point(spec, precision),
+        ridge=roof.ridge,
         memory_seconds=memory_seconds,
         compute_seconds=compute_seconds,
         seconds_per_step=seconds,
         ms_per_token=seconds * 1e3,
         tokens_per_s=step.batch / seconds,
-        bound="memory" if memory_seconds >= compute_seconds else "compute",
+        bound=roof.bound(flops / step.total),  # the one verdict: Roof.bound at the step's intensity
         fits_in_memory=fits,
         warning=warning,
     )

@@ -46,6 +46,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ._checks import _positive, _positive_int
+from ._format import seconds as _fmt_seconds  # diagnose still imports the name from here
 from .ops import gemm
 from .roofline import PLAUSIBILITY_TOLERANCE, Roof
 
@@ -964,13 +965,3 @@ def gpu_identity() -> GPUIdentity:
         uuid=uuid or row.get("uuid", UNKNOWN),
         clocks=MappingProxyType(clocks),
     )
-
-
-def _fmt_seconds(s: float) -> str:
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    if s >= 1e-6:
-        return f"{s * 1e6:.3g} us"
-    return f"{s * 1e9:.3g} ns"

@@ -23,6 +23,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from ._checks import _positive
+from ._format import flops_rate as _flops_rate
+from ._format import num as _num
 from .hardware import GPUSpec, as_gpu
 from .roofline import ridge_point
 
@@ -205,17 +207,6 @@ def _plan(gpus, precisions, points, memory_roofs, measured, title, intensity_ran
 # --------------------------------------------------------------------------- text
 
 
-def _num(x: float) -> str:
-    """Three significant figures without exponents: 0.3, 19.5, 312, 1979."""
-    return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
-
-
-def _fmt_rate(flops_per_s: float) -> str:
-    if flops_per_s >= 0.1 * _TERA:
-        return f"{_num(flops_per_s / _TERA)} TFLOP/s"
-    return f"{_num(flops_per_s / 1e9)} GFLOP/s"
-
-
 def _describe(plan: _Plan) -> str:
     sentences = [
         "Log-log roofline chart: attainable performance in TFLOP/s against arithmetic "
@@ -239,7 +230,7 @@ def _describe(plan: _Plan) -> str:
     sentences.extend(plan.notes)
     for p in plan.points:
         sentences.append(
-            f"{p.kind.capitalize()} point '{p.label}' at {_num(p.intensity)} FLOP/byte and {_fmt_rate(p.flops_per_s)}."
+            f"{p.kind.capitalize()} point '{p.label}' at {_num(p.intensity)} FLOP/byte and {_flops_rate(p.flops_per_s)}."
         )
     return " ".join(sentences)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from .records import GPURecord, KernelMeasurement
-from .roofline import ridge_point
+from .roofline import Roof
 
 __all__ = [
     "REQUIRE_GPU_ENV",
@@ -153,8 +153,7 @@ def check_targets(record: GPURecord) -> tuple[Target, ...]:
                     f"{roof / 1e12:.3g} TB/s (target {_FUSED_TARGET:.0%})",
                 )
             )
-        ridge = ridge_point(spec, k.compute_precision)
-        if k.intensity < ridge:
+        if Roof.of_gpu(spec, k.compute_precision).bound(k.intensity) == "memory":  # the one verdict
             error = (k.best_seconds - k.predicted_seconds) / k.predicted_seconds
             out.append(
                 Target(

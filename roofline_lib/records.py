@@ -23,7 +23,6 @@ and the operation counts are imported here, so reading a record never pulls in t
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import math
 import numbers
@@ -34,8 +33,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
 from ._checks import _positive
-from .hardware import GPUSpec, as_gpu, bytes_per_element, known_gpus
-from .hardware import gpu as _registry_gpu
+from .hardware import GPUSpec, as_gpu, bytes_per_element, known_gpus, match_gpu
 from .ops import gemm as _gemm_count
 from .roofline import check_plausible
 
@@ -590,49 +588,6 @@ def _failures(data: Mapping) -> Mapping[str, str]:
     """The ``failures`` object of a record's JSON, checked (an empty mapping when absent)."""
     kind = dataclasses.fields(GPURecord)[-1].metadata["json"]
     return kind.load(data.get("failures", {}), "failures")
-
-
-# --------------------------------------------------------------------------- GPU names
-
-
-#: Words in a device name that never change which chip it is: the vendor, the SXM form factor
-#: (the registry's default part), the memory technology, the memory size (the registry's
-#: aliases say where a size does pick the part).
-def _droppable(word: str) -> bool:
-    return (
-        word in ("nvidia", "amd", "instinct", "tesla", "gpu")
-        or word.startswith(("sxm", "hbm"))
-        or (word.endswith("gb") and word[:-2].isdigit())
-    )
-
-
-def match_gpu(device_name: str) -> GPUSpec:
-    """The registry entry for a name as ``torch.cuda.get_device_name`` prints it.
-
-    The registry's own lookup (:func:`roofline_lib.hardware.gpu`, with its aliases) decides; this
-    only tries the name with fewer of the words that never change the chip (vendor, SXM, HBM
-    generation, memory size), longest first: ``"NVIDIA A100-SXM4-40GB"`` -> ``"a100 40gb"`` ->
-    A100 40GB SXM, ``"NVIDIA H100 80GB HBM3"`` -> ``"h100"`` -> H100 SXM. A word that does change
-    the part (PCIe, NVL) is never dropped, so an A100 PCIe or an H100 NVL raises ValueError
-    instead of borrowing a sibling's roofs.
-    """
-    if not isinstance(device_name, str) or not device_name.strip():
-        raise TypeError(f"device_name must be a GPU name such as 'NVIDIA H200', got {device_name!r}")
-    words = device_name.lower().replace("-", " ").replace("_", " ").split()
-    optional = [i for i, w in enumerate(words) if _droppable(w)]
-    for n_dropped in range(len(optional) + 1):
-        for dropped in itertools.combinations(optional, n_dropped):
-            kept = " ".join(w for i, w in enumerate(words) if i not in dropped)
-            if not kept:
-                continue
-            try:
-                return _registry_gpu(kept)
-            except ValueError:
-                continue
-    raise ValueError(
-        f"GPU {device_name!r} is not in the registry; add its datasheet to roofline_lib/hardware.py "
-        f"first (known: {', '.join(known_gpus())})"
-    )
 
 
 # --------------------------------------------------------------------------- validation and files

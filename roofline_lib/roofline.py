@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import _bytes_and_seconds, _efficiency, _positive
+from ._format import rate as _rate
 from .hardware import GPUSpec, _gpu, as_gpu
 
 __all__ = [
@@ -92,11 +93,6 @@ def memory_bytes_per_s(gpu, memory: str = "hbm") -> float:
             raise ValueError(f"{spec.name} has no L2 bandwidth in the registry (memory='l2'); chips that do: {have}")
         return spec.l2_bytes_per_s
     raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_LEVELS))}, got {memory!r}")
-
-
-def _rate(x: float, unit: str) -> str:
-    """A rate at the edge: 1.2 TB/s, 51.3 GB/s (``unit`` is "B/s" or "FLOP/s")."""
-    return f"{x / 1e12:.3g} T{unit}" if x >= 1e12 else f"{x / 1e9:.3g} G{unit}"
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 
 from ._checks import _finite_result, _fraction, _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
-from .roofline import ImplausibleMeasurement, Roof, check_plausible, kernel_verdict
+from .roofline import PLAUSIBILITY_TOLERANCE, ImplausibleMeasurement, Roof, check_plausible, kernel_verdict
 from .transformer import TransformerConfig, training_convention, training_flops_per_token
 
 __all__ = [
     "RECOMPUTE",
+    "flops_utilisation",
     "mfu",
     "hfu",
     "expected_tokens_per_s",
@@ -80,29 +81,44 @@ def _cluster_peak(spec, cards: int, precision) -> float:
     return cards * spec.peak_flops_per_s(precision)
 
 
+def flops_utilisation(
+    achieved_flops_per_s, roof, *, what: str = "MFU", tolerance: float = PLAUSIBILITY_TOLERANCE
+) -> float:
+    """The one utilisation core behind MFU and HFU: achieved FLOP/s over the roof's compute peak.
+
+    ``roof`` is a :class:`~roofline_lib.roofline.Roof` (one card, a cluster, or ceilings measured
+    here). The rate is held to the one plausibility rule first
+    (:func:`~roofline_lib.roofline.check_plausible`), so a utilisation above 1 by more than
+    ``tolerance`` raises ImplausibleMeasurement instead of being returned.
+    """
+    if not isinstance(roof, Roof):
+        raise TypeError(f"roof must be a Roof (rl.roof(...)), got {type(roof).__name__} {roof!r}")
+    achieved = _positive(achieved_flops_per_s, "achieved_flops_per_s", "FLOP per second")
+    check_plausible(achieved, 0.0, roof, tolerance=tolerance, what=what)
+    return achieved / roof.peak_flops_per_s
+
+
 def _utilisation(flops_per_token, tokens_per_s, n_gpus, gpu, precision, what) -> float:
     spec = as_gpu(gpu)
     rate = _positive(tokens_per_s, "tokens_per_s", "tokens per second")
     cards = _positive_int(n_gpus, "n_gpus", "GPUs")
     achieved_flops_per_s = flops_per_token * rate
     peak_flops_per_s = _cluster_peak(spec, cards, precision)
-    util = achieved_flops_per_s / peak_flops_per_s
-    # the one plausibility rule (roofline.check_plausible), against the peak of every card
-    cluster = Roof(
+    cluster = Roof(  # the peak of every card
         peak_flops_per_s,
         cards * spec.hbm_bytes_per_s,
         f"{cards} x {spec.name}",
         compute_label=f"dense {precision} peak of {cards} x {spec.name}",
     )
     try:
-        check_plausible(achieved_flops_per_s, 0.0, cluster, what=what)
+        return flops_utilisation(achieved_flops_per_s, cluster, what=what)
     except ImplausibleMeasurement:
+        util = achieved_flops_per_s / peak_flops_per_s
         raise ImplausibleMeasurement(
             f"{what} of {util:.1%} is impossible: {achieved_flops_per_s / 1e15:.4g} PFLOP/s against "
             f"{cards} x {spec.name} at a dense {precision} peak of "
             f"{peak_flops_per_s / 1e15:.4g} PFLOP/s; {_MFU_CAUSES}"
         ) from None
-    return util
 
 
 def mfu(

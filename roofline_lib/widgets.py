@@ -39,8 +39,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, PercentFormatter
 
 from ._checks import _positive, _positive_int
+from ._format import num as _fmt
 from .hardware import as_gpu, registry
-from .roofline import ImplausibleMeasurement, attainable_flops_per_s, ridge_point
+from .roofline import ImplausibleMeasurement, attainable_flops_per_s, ridge_point, roof
 
 __all__ = [
     "Explorer",
@@ -247,11 +248,6 @@ def _plain(value, _pos=None) -> str:
     return f"{value:g}"
 
 
-def _fmt(x: float) -> str:
-    """Three significant figures, with thousands separators instead of exponents."""
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
-
-
 def _error(message: str) -> str:
     return f"<span style='color:#b00020'>{html.escape(message)}</span>"
 
@@ -339,7 +335,7 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
         peak = chip.peak_flops_per_s(prec)
         ridge = ridge_point(chip, prec)
         attainable = attainable_flops_per_s(x, chip, prec)
-        bound = "memory" if x < ridge else "compute"
+        bound = roof(chip, prec).bound(x)  # the one verdict at the ridge
         roof_line.set_ydata(attainable_flops_per_s(xs, chip, prec) / _TERA)
         ridge_line.set_xdata([ridge, ridge])
         ridge_label.set_position((ridge * 1.1, peak / _TERA * 0.35))

@@ -176,3 +176,28 @@ def test_gpuspec_itself_is_validated():
         dataclasses.replace(rl.gpu("A100"), name="")
     with pytest.raises(ValueError, match="source must say where"):
         dataclasses.replace(rl.gpu("A100"), source=" ")
+
+
+# --------------------------------------------------------------------------- device names
+
+
+@pytest.mark.parametrize(
+    "device_name, key",
+    [
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA A100-SXM4-80GB", "a100-80gb-sxm"),
+        ("NVIDIA A100-SXM4-40GB", "a100-40gb-sxm"),
+        ("NVIDIA B200", "b200"),
+        ("NVIDIA L4", "l4"),
+    ],
+)
+def test_match_gpu_reads_torch_device_names(device_name, key):
+    assert rl.match_gpu(device_name).key == key
+
+
+@pytest.mark.parametrize("device_name", ["NVIDIA H100 NVL", "NVIDIA A100 80GB PCIe", "NVIDIA GeForce RTX 4090"])
+def test_match_gpu_refuses_parts_the_registry_does_not_hold(device_name):
+    with pytest.raises(ValueError, match="not in the registry"):
+        rl.match_gpu(device_name)

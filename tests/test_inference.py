@@ -251,6 +251,47 @@ def test_kv_decode_ceiling_flags_a_cache_that_overflows():
     assert not r.fits_in_memory
     assert "unreachable on one card" in r.warning
     assert str(r).startswith("WARNING:")
+    # one unit in the sentence: 13.4e9 + 36 * 2**31 = 90.71e9 bytes = 84.48 GiB against 80 GiB
+    assert "(84.48 GiB) do not fit in the A100 80GB SXM's 80 GiB" in r.warning
+    assert " GB)" not in r.warning
+
+
+# --------------------------------------------------------------------------- one fit rule, one verdict
+
+_TIE_CHIP = rl.accelerator("Tie chip", {"bf16": 2e12}, 1e12, hbm_capacity_bytes=80 * rl.GIB)  # ridge 2 FLOP/byte
+
+
+def test_decode_at_the_ridge_gets_the_roofs_verdict():
+    # 1e9 params at batch 2 in bf16: 4e9 FLOP (2 * 1e9 * 2) over 2e9 bytes = 2 FLOP/byte, the ridge exactly;
+    # both walls take 2 ms (2e9 / 1e12 s and 4e9 / 2e12 s). Roof.bound calls the ridge compute-bound.
+    r = inf.decode_roofline(1e9, _TIE_CHIP, batch=2)
+    assert r.memory_seconds == r.compute_seconds == pytest.approx(2e-3)
+    assert rl.roof(_TIE_CHIP).bound(2.0) == "compute"
+    assert r.bound == rl.roof(_TIE_CHIP).bound(2.0)
+    assert inf.decode_roofline(1e9, _TIE_CHIP, batch=1).bound == "memory"  # 1 FLOP/byte, below the ridge
+
+
+def test_model_decode_at_the_ridge_gets_the_roofs_verdict():
+    cfg = rl.TransformerConfig(d_model=64, d_ff=128, n_layers=2, n_heads=4, vocab=256, seq_len=64)
+    one = inf.model_decode_ceiling(cfg, _TIE_CHIP, batch=1)
+    # a chip whose ridge is this step's intensity exactly: peak = intensity * bandwidth
+    chip = rl.accelerator("Tie chip 2", {"bf16": one.intensity * 1e12}, 1e12, hbm_capacity_bytes=rl.GIB)
+    r = inf.model_decode_ceiling(cfg, chip, batch=1)
+    assert r.intensity == r.ridge
+    assert r.bound == "compute"  # at the ridge, as Roof.bound says
+
+
+def test_the_fit_rule_is_in_bytes_and_shows_gib():
+    # 80 GiB is 85,899,345,920 bytes: one byte more does not fit, exactly that many does
+    fits, warning = inf._fits(rl.gpu("A100"), 80 * rl.GIB, "the weights")
+    assert fits and warning is None
+    fits, warning = inf._fits(rl.gpu("A100"), 80 * rl.GIB + 1, "the weights")
+    assert not fits
+    assert warning == (
+        "the weights (80 GiB) do not fit in the A100 80GB SXM's 80 GiB, so this ceiling is unreachable on one card"
+    )
+    fits, warning = inf._fits(rl.accelerator("Paper chip", {"bf16": 5e14}, 2e12), 1e12, "the weights")
+    assert fits and "not checked" in warning
 
 
 # --------------------------------------------------------------------------- quantisation

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lib import record_report, records
+from roofline_lib import hardware, record_report, records
 from roofline_lib.records import GPURecord, NoRecord, RecordError
 from roofline_lib.roofline import ImplausibleMeasurement
 
@@ -301,26 +301,8 @@ def test_write_record_refuses_what_it_could_not_read_back(tmp_path):
 # --------------------------------------------------------------------------- naming the GPU
 
 
-@pytest.mark.parametrize(
-    "device_name, key",
-    [
-        ("NVIDIA H200", "h200"),
-        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
-        ("NVIDIA H100 PCIe", "h100-pcie"),
-        ("NVIDIA A100-SXM4-80GB", "a100-80gb-sxm"),
-        ("NVIDIA A100-SXM4-40GB", "a100-40gb-sxm"),
-        ("NVIDIA B200", "b200"),
-        ("NVIDIA L4", "l4"),
-    ],
-)
-def test_match_gpu_reads_torch_device_names(device_name, key):
-    assert records.match_gpu(device_name).key == key
-
-
-@pytest.mark.parametrize("device_name", ["NVIDIA H100 NVL", "NVIDIA A100 80GB PCIe", "NVIDIA GeForce RTX 4090"])
-def test_match_gpu_refuses_parts_the_registry_does_not_hold(device_name):
-    with pytest.raises(ValueError, match="not in the registry"):
-        records.match_gpu(device_name)
+def test_records_reads_device_names_with_the_hardware_rule():
+    assert records.match_gpu is hardware.match_gpu  # one rule, in hardware (tests in test_hardware.py)
 
 
 # --------------------------------------------------------------------------- chapters

@@ -282,3 +282,22 @@ def test_sweep_rejects_bad_input():
 def test_package_exports_the_training_names():
     for name in tr.__all__:
         assert getattr(rl, name) is getattr(tr, name)
+
+
+# --------------------------------------------------------------------------- the one MFU core
+
+
+def test_flops_utilisation_is_achieved_over_the_roofs_peak():
+    roof = rl.Roof(100e12, 1e12, "paper chip")
+    assert tr.flops_utilisation(40e12, roof) == pytest.approx(0.4)  # 40 / 100
+    assert tr.flops_utilisation(105e12, roof) == pytest.approx(1.05)  # at the 5 % tolerance: allowed
+    with pytest.raises(rl.ImplausibleMeasurement, match="1.06x"):
+        tr.flops_utilisation(106e12, roof)  # above it: refused by the one plausibility rule
+    with pytest.raises(TypeError, match="roof must be a Roof"):
+        tr.flops_utilisation(40e12, "H100")
+
+
+def test_mfu_is_the_core_over_every_cards_peak():
+    # 6 * 1e9 FLOP/token * 1e4 tokens/s = 6e13 FLOP/s over 2 x 989.4e12 (H100 dense bf16)
+    cluster = rl.Roof(2 * rl.gpu("H100").peak_flops_per_s("bf16"), 2 * rl.gpu("H100").hbm_bytes_per_s, "2 x H100")
+    assert tr.mfu(1e9, 1e4, 2, "H100") == tr.flops_utilisation(6e13, cluster)

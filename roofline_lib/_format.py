@@ -1,0 +1,48 @@
+"""Numbers at the edge: how the library writes a time, a rate, a size or a plain number in text.
+
+Everything inside the library is SI (seconds, FLOP/s, bytes); these helpers are the one place a
+value is scaled to a unit for a message, a readout or a chart label. Each is written once here
+and used by every module that prints such a value.
+"""
+
+from __future__ import annotations
+
+from .hardware import GIB
+
+__all__: list[str] = []  # private helpers: the modules import them by name
+
+
+def seconds(s: float) -> str:
+    """A duration with three significant figures in s, ms, us or ns: ``0.0123 -> '12.3 ms'``."""
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    if s >= 1e-6:
+        return f"{s * 1e6:.3g} us"
+    return f"{s * 1e9:.3g} ns"
+
+
+def rate(x: float, unit: str) -> str:
+    """A rate in tera or giga units, three significant figures: ``1.2 TB/s``, ``51.3 GFLOP/s``.
+
+    ``unit`` is the SI unit of ``x`` ("B/s" or "FLOP/s").
+    """
+    return f"{x / 1e12:.3g} T{unit}" if x >= 1e12 else f"{x / 1e9:.3g} G{unit}"
+
+
+def num(x: float) -> str:
+    """Three significant figures without exponents, thousands separated: 0.3, 19.5, 312, 1,979."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+def flops_rate(flops_per_s: float) -> str:
+    """A FLOP rate for a chart: TFLOP/s from 0.1 TFLOP/s up, GFLOP/s below, as :func:`num` writes it."""
+    if flops_per_s >= 0.1e12:
+        return f"{num(flops_per_s / 1e12)} TFLOP/s"
+    return f"{num(flops_per_s / 1e9)} GFLOP/s"
+
+
+def gib(n_bytes: float) -> str:
+    """A memory size in GiB (2**30 bytes, the unit a capacity is printed in): ``'80 GiB'``."""
+    return f"{n_bytes / GIB:.4g} GiB"
