@@ -151,6 +151,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "measure.time_fn": {"fn": lambda: lambda: None, "device": "cpu"},
     "widgets.mfu_explorer": {"tokens_per_s": 1000.0},
     "rl.roof": {"source": "H100"},
+    "rl.flops_utilisation": {"roof": lambda: rl.roof("H100")},
     "rl.accelerator": {"name": "a reader's chip", "peak_flops_per_s": {"bf16": 1e15}},
     "rl.model_config": {"name": "llama-2-7b"},
     "rl.published_params": {"name": "llama-2-7b"},
@@ -485,13 +486,9 @@ _BAD_BY_KIND = {
     "object": st.one_of(st.integers(), st.booleans(), st.just("nonsense"), st.builds(object)),
 }
 
-#: Refusals that do not yet name the parameter the caller passed, or inputs still accepted, found
-#: by this test; each is a bug to fix in its module (then this entry goes, or the test fails).
-KNOWN_GAPS: dict[tuple[str, str], str] = {}
-
 
 def _spoilable(case: Case) -> list[str]:
-    return [p for p in case.kinds if (case.qualname, p) not in ACCEPTS and (case.qualname, p) not in KNOWN_GAPS]
+    return [p for p in case.kinds if (case.qualname, p) not in ACCEPTS]
 
 
 REFUSING = [c for c in CASES if _spoilable(c)]
@@ -511,18 +508,6 @@ def test_bad_values_are_refused_by_name(case, data):
         result = case.fn(**{**case.kwargs, param: bad})
         pytest.fail(f"{case.qualname}({param}={bad!r}) returned {result!r} instead of refusing it")
     assert names(param, err.value), f"{case.qualname}({param}={bad!r}): the error does not name {param}: {err.value}"
-
-
-@pytest.mark.parametrize("qualname,param", sorted(KNOWN_GAPS))
-def test_known_gaps_are_still_gaps(qualname, param):
-    """Each KNOWN_GAPS entry still lets some bad value through; once fixed, delete the entry."""
-    case = next((c for c in CASES if c.qualname == qualname), None)
-    if case is None or param not in case.kinds:
-        pytest.fail(f"{qualname}({param}) is no longer public; delete its KNOWN_GAPS entry")
-    verdicts = {classify(case, param, bad) for bad in BAD[case.kinds[param]]}
-    assert verdicts - {"clear", "default"}, (
-        f"{qualname}({param}) refuses every bad value now; delete its KNOWN_GAPS entry"
-    )
 
 
 NUMERIC = [c for c in CASES if any(c.kinds[p] == "number" for p in c.kinds)]

@@ -4,8 +4,9 @@ The course's rule is that a number in the text is computed by the chapter's code
 so the prose and the code cannot drift apart. This file reads each chapter's Markdown the way a
 reader sees it, with code, math, roles, HTML and directive options blanked out, and fails when
 
-* the prose holds a numeral above 10 that is not a year and not in the chapter's short allow-list
-  of scenario-defining inputs (:data:`ALLOWED`, each entry with its reason);
+* the prose holds a numeral above 10 that is not a year (no chapter has an allow-list: an input
+  that defines a scenario is typed in a cell and quoted through ``{eval}`` like a result;
+  :func:`typed_numerals` takes one for a planted chapter's test);
 * the chapter cites nothing, or lacks a **Takeaway** box, a ``## Problems`` section, a
   ``## Summary`` or a closing ``## Further reading`` that cites;
 * the prose speaks of "the source" (the text the course grew from, which no reader has seen).
@@ -27,10 +28,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.md"))
-
-# Scenario-defining inputs that a chapter may type in prose, by chapter file stem. Keep each list
-# short; a result (anything a cell computes) never belongs here, it goes through {eval}.
-ALLOWED: dict[str, dict[str, str]] = {}
 
 # Fenced blocks whose body is not prose: code, math, raw output, the bibliography directive.
 _NOT_PROSE_DIRECTIVES = {"code-cell", "code", "code-block", "math", "raw", "bibliography", "eval-rst"}
@@ -156,11 +153,11 @@ def source_mentions(text: str) -> list[tuple[int, str]]:
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_no_typed_numbers_in_prose(chapter):
-    found = typed_numerals(chapter.read_text(encoding="utf-8"), ALLOWED.get(chapter.stem))
+    found = typed_numerals(chapter.read_text(encoding="utf-8"))
     shown = "\n".join(f"  {chapter.name}:{n}: {numeral!r} in: {line}" for n, numeral, line in found)
     assert not found, (
-        "numerals above 10 typed in the prose: compute them and quote with {eval}, or, if the number "
-        f"defines the scenario, add it to ALLOWED with its reason\n{shown}"
+        "numerals above 10 typed in the prose: compute them (or, for an input that defines the scenario, "
+        f"set them in a cell) and quote them with {{eval}}\n{shown}"
     )
 
 
@@ -241,18 +238,6 @@ def test_order_check_catches_a_value_quoted_too_early():
 def test_every_chapter_is_checked():
     # the eight chapters of the table of contents, 01_ to 08_
     assert [p.name[:2] for p in CHAPTERS] == [f"{i:02d}" for i in range(1, 9)]
-
-
-def test_allow_list_names_only_chapters_and_numerals_that_are_there():
-    for stem, numerals in ALLOWED.items():
-        path = ROOT / "notebooks" / f"{stem}.md"
-        assert path.exists(), stem
-        text = " ".join(line for _, line in prose_lines(path.read_text(encoding="utf-8")))
-        for numeral, reason in numerals.items():
-            assert reason.strip(), f"{stem}: {numeral} has no reason"
-            assert re.search(rf"(?<![\w.,]){re.escape(numeral)}(?![\w]|[.,]\d)", text), (
-                f"{stem}: allowed numeral {numeral} no longer appears in the prose; remove it"
-            )
 
 
 # ------------------------------------------------------------------ the checker, on planted chapters

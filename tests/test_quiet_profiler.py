@@ -23,10 +23,7 @@ def test_profile_run_leaves_no_profiler_lines_on_stderr():
     err = _stderr_of("""
         import torch
         from roofline_lib import diagnose
-        try:  # profile_run names its device from the measure chapter's rework on
-            run = diagnose.profile_run(lambda: torch.ones(64) + 1, device="cpu", calls=2)
-        except TypeError:
-            run = diagnose.profile_run(lambda: torch.ones(64) + 1, calls=2)
+        run = diagnose.profile_run(lambda: torch.ones(64) + 1, device="cpu", calls=2)
         assert run.calls == 2
         """)
     assert "USDT" not in err and "profiler_start" not in err and "profiler_stop" not in err, err
