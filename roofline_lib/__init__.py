@@ -1,7 +1,8 @@
 """roofline_lib: the shared package of The Roofline Course.
 
-Layers, each importing only the ones above it (tests/test_packaging.py checks this list against
-every ``from .x import`` in the package, including imports inside functions):
+Layers, each importing only the ones above it (tests/test_packaging.py reads every import of
+the package from its syntax tree, ``importlib.import_module`` and imports inside functions
+included; a private helper such as ``_format`` sits at its highest importer's layer):
 
     hardware      -> the GPU registry (datasheet numbers, SI units)
     interconnect  -> the link registry beside it: NVLink, PCIe, InfiniBand, 8-GPU nodes

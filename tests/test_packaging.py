@@ -74,28 +74,98 @@ def _layers() -> list[str]:
 _UPWARD: dict[tuple[str, str], str] = {}
 
 
+def _package_imports(source: str, depth: int) -> set[str]:
+    """The package modules ``source`` imports, read from its syntax tree, functions included.
+
+    ``depth`` is how deep the file sits (1: ``roofline_lib/x.py``, 2: a subpackage's file). Seen:
+    ``from .x import y`` and ``from . import x`` (``..`` from a subpackage), ``import roofline_lib.x``,
+    ``from roofline_lib.x import y``, and ``importlib.import_module("roofline_lib.x")`` or
+    ``import_module(".x", ...)`` with a constant name. Private modules (``_checks``) are named too.
+    """
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == depth:
+                if node.module:
+                    found.add(node.module.split(".")[0])
+                else:
+                    found |= {alias.name for alias in node.names}
+            elif node.level == 0 and (node.module or "").startswith("roofline_lib."):
+                found.add(node.module.split(".")[1])
+            elif node.level == 0 and node.module == "roofline_lib":
+                found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("roofline_lib.")}
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "import_module" and node.args and isinstance(node.args[0], ast.Constant):
+                target = str(node.args[0].value)
+                if target.startswith("roofline_lib."):
+                    found.add(target.split(".")[1])
+                elif target.startswith("." * depth) and not target.startswith("." * (depth + 1)):
+                    found.add(target[depth:].split(".")[0])
+    return found
+
+
+def test_the_import_reader_sees_importlib_private_modules_and_function_bodies():
+    planted = (
+        "import importlib\n"
+        "from ._checks import _positive\n"
+        "from . import ops, roofline\n"
+        "def later():\n"
+        "    from .cli import main\n"
+        "    importlib.import_module('roofline_lib.widgets')\n"
+        "    importlib.import_module('.plots', 'roofline_lib')\n"
+        "    import roofline_lib.records\n"
+    )
+    assert _package_imports(planted, 1) == {"_checks", "ops", "roofline", "cli", "widgets", "plots", "records"}
+    # a subpackage's file reaches the package with two dots; one dot stays inside the subpackage
+    assert _package_imports("from ..hardware import gpu\nfrom .key import x\n", 2) == {"hardware"}
+
+
+def _module_files(package: Path) -> dict[str, list[tuple[Path, int]]]:
+    """Each module and subpackage of the package, private ones too, with its files and their depth."""
+    files: dict[str, list[tuple[Path, int]]] = {}
+    for path in sorted(package.glob("*.py")):
+        if path.stem != "__init__":
+            files[path.stem] = [(path, 1)]
+    for init in sorted(package.glob("*/__init__.py")):
+        files[init.parent.name] = [(f, 2) for f in sorted(init.parent.glob("*.py")) if f.name != "__main__.py"]
+    return files
+
+
 def test_the_layer_list_matches_the_imports():
     layers = _layers()
     package = ROOT / "roofline_lib"
-    subpackages = sorted(p.parent.name for p in package.glob("*/__init__.py"))
-    public = sorted([p.stem for p in package.glob("*.py") if not p.stem.startswith("_")] + subpackages)
+    modules = _module_files(package)
+    public = sorted(name for name in modules if not name.startswith("_"))
     assert sorted(layers) == public, "every public module and subpackage has one line in the layer list"
+    imports = {
+        name: set().union(*(_package_imports(f.read_text(), depth) for f, depth in paths)) - {name}
+        for name, paths in modules.items()
+    }
+    # a private helper sits where its highest importer does: it may import only what is above that
     rank = {name: i for i, name in enumerate(layers)}
+    private = [name for name in modules if name.startswith("_")]
+    for name in private:
+        rank[name] = len(layers)
+    for _ in private:  # settle helpers imported by helpers
+        for name in private:
+            importers = [rank[m] for m, used in imports.items() if name in used and m != name]
+            rank[name] = min(importers, default=len(layers))
     wrong = []
-    for name in layers:
-        if name in subpackages:  # its modules import the package's layers as ``from ..x``; __main__ is a script
-            files = [f for f in sorted((package / name).glob("*.py")) if f.name != "__main__.py"]
-            dots = r"\.\."
-        else:
-            files, dots = [package / f"{name}.py"], r"\."
-        source = "\n".join(f.read_text() for f in files)
-        imported = set(re.findall(rf"^\s*from {dots}([a-z_]+) import", source, flags=re.M))
-        for group in re.findall(rf"^\s*from {dots} import ([a-z_, ]+)", source, flags=re.M):
-            imported |= {w.strip().split(" ")[0] for w in group.split(",")}
-        for other in imported:
-            if other in rank and rank[other] >= rank[name] and (name, other) not in _UPWARD:
+    for name, used in imports.items():
+        for other in used:
+            if other not in rank:
+                wrong.append(f"{name} imports {other}, which is no module of the package")
+            elif other.startswith("_") and not name.startswith("_"):
+                continue  # a layer's own helper: its imports are checked at the layer's rank
+            elif rank[other] >= rank[name] and (name, other) not in _UPWARD:
                 wrong.append(f"{name} imports {other}, which is not above it")
-    assert not wrong, "; ".join(wrong)
+    assert not wrong, "; ".join(sorted(wrong))
 
 
 def _sanitizers() -> list[tuple[str, str]]:
