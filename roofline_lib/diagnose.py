@@ -1,26 +1,32 @@
 """The playbook's triage as code: read a profile, place its time on the roofline, name the regime.
 
-Every second of a profile is put in one of four piles by the rules in :data:`TRIAGE_RULES`, in
+Every second of a profile is put in one of five piles by the rules in :data:`TRIAGE_RULES`, in
 order; the chapter draws the same rules as a decision tree (:func:`plot_triage`):
 
-1. time the device sat idle -- gaps between kernels on a GPU timeline, wall-clock time outside
-   every op on a CPU -- is **overhead**;
-2. on a CPU, the measured fixed cost of each op call (:func:`measure_fixed_cost`) is **overhead**;
+1. time the device sat idle -- gaps in the merged kernel window on a GPU timeline, wall-clock
+   time outside every op on a CPU -- is **overhead**;
+2. a collective (an NCCL or RCCL kernel) is **communication**, set against the network roof of
+   chapter 8 where the link is known (``link=``): only its exposed time counts, the part no
+   computation kernel overlaps;
+3. on a CPU, the measured fixed cost of each op call (:func:`measure_fixed_cost`) is **overhead**;
    a GPU kernel's time never is: its launch cost shows up as idle gaps, not inside the kernel;
-3. an op whose FLOPs or minimum bytes cannot be counted is **unclassified** -- never guessed
-   from its name;
-4. an op that does no arithmetic and moves no data (a view, an allocation, a composite op's own
+4. an op whose FLOPs or minimum bytes cannot be counted is **unclassified** -- never guessed
+   from its name -- with the reason (no formula for the op, a torch.compile region, no shapes);
+5. an op that does no arithmetic and moves no data (a view, an allocation, a composite op's own
    dispatch time outside the ops it calls) is **overhead**;
-5. otherwise the op's intensity (FLOP per minimum byte) against the ridge of the roof in use
+6. otherwise the op's intensity (FLOP per minimum byte) against the ridge of the roof in use
    decides: below it **memory**, at or above it **compute**.
 
 The verdict is the pile that holds more than half of the time, or **mixed** when none does
 (:data:`MAJORITY`). The remedy follows the verdict and the kind of op that dominates it.
 
 FLOPs and minimum bytes come from each op's recorded input shapes and dtypes through the
-library's op formulas (:mod:`roofline_lib.ops`); minimum bytes count every input read once and
-every output written once. The roof in use is this machine's measured roof for a CPU profile
-and the GPU's datasheet roof in the op's precision for a GPU trace.
+library's op formulas (:mod:`roofline_lib.ops`, :mod:`roofline_lib._counting`); minimum bytes
+count every input read once and every output written once. The roof in use is this machine's
+measured roof for a CPU profile and the GPU's datasheet roof in the op's precision for a GPU
+trace (TF32 for fp32 GEMMs whose kernel names say they ran on tensor cores); every verdict names
+its roof and the precisions of the work placed under it. Traces are read by
+:mod:`roofline_lib.traces`.
 
 Inputs :func:`diagnose` accepts:
 
@@ -37,20 +43,20 @@ in). torch is imported only by the functions that profile.
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import math
 import os
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from . import ops
+from . import traces
 from ._checks import _positive, _positive_int
+from ._counting import count_op
+from ._format import seconds as _fmt_seconds
 from .hardware import GPUSpec, _gpu, _precision_key, as_gpu
-from .measure import _fmt_seconds
 from .roofline import PLAUSIBILITY_TOLERANCE, Roof, check_plausible
 from .roofline import roof as _as_roof
 
@@ -76,7 +82,7 @@ __all__ = [
 ]
 
 #: Where each second of a profile can land.
-PILES = ("compute", "memory", "overhead", "unclassified")
+PILES = ("compute", "memory", "communication", "overhead", "unclassified")
 
 #: What :func:`diagnose` can say: a pile holding the majority, or "mixed".
 VERDICTS = (*PILES, "mixed")
@@ -102,7 +108,8 @@ class Rule:
 
 #: The triage, in the order :func:`diagnose` applies it to each slice of time.
 TRIAGE_RULES = (
-    Rule("idle", "device idle?\n(gap between kernels; CPU\nwall time outside every op)", "overhead", "fixed"),
+    Rule("idle", "device idle?\n(gap between kernels; CPU\nwall time outside every op)", "overhead", "comm"),
+    Rule("comm", "a collective?\n(NCCL/RCCL kernel, time\nno computation hides)", "communication", "fixed"),
     Rule("fixed", "fixed cost of a call?\n(CPU: the measured cost\nof an empty op, per call)", "overhead", "counted"),
     Rule("counted", "FLOPs and minimum bytes\nknown? (shapes, dtypes)", "work", "unclassified"),
     Rule("work", "does any arithmetic or\nmoves any data?", "ridge", "overhead"),
@@ -131,6 +138,13 @@ REMEDIES = MappingProxyType(
         "(FlashAttention), narrower activations",
         "memory-matmul": "batch more sequences per weight read, or store weights in fewer bits "
         "(int8, fp8, int4): every weight byte read then serves more FLOPs",
+        "compute-cpu": "do fewer FLOPs or run them faster: a BLAS/oneDNN kernel instead of a loop of "
+        "small ops, shapes that fill the vector units, more threads; a narrower precision only "
+        "where this CPU has matrix units for it (time it first: bf16 without them is slower)",
+        "communication": "hide or shrink the collectives: overlap them with computation (bucketed "
+        "gradient all-reduce, prefetching in FSDP), send fewer bytes (bf16 gradients, larger "
+        "buckets, fewer, bigger messages), or a faster link; set them against the link's roof "
+        "with link= (chapter 8)",
         "overhead": "stop paying per call: batch the work into fewer, larger calls, fuse tiny "
         "ops, capture the step in a CUDA graph, remove host syncs (.item(), .cpu()) inside the loop",
         "unclassified": "record the profile with torch.profiler.profile(record_shapes=True, "
@@ -139,175 +153,6 @@ REMEDIES = MappingProxyType(
         "mixed": "no single fix: start with the largest pile",
     }
 )
-
-
-# --------------------------------------------------------------------------- counting ops
-
-# dtype names as torch's profiler writes them ("Input type") -> (bytes per element, precision)
-_DTYPES = {
-    "float": (4, "fp32"),
-    "double": (8, "fp64"),
-    "c10::Half": (2, "fp16"),
-    "c10::BFloat16": (2, "bf16"),
-    "c10::Float8_e4m3fn": (1, "fp8"),
-    "c10::Float8_e5m2": (1, "fp8"),
-    "c10::Float8_e4m3fnuz": (1, "fp8"),
-    "c10::Float8_e5m2fnuz": (1, "fp8"),
-    "long int": (8, None),
-    "int": (4, None),
-    "short int": (2, None),
-    "signed char": (1, None),
-    "unsigned char": (1, None),
-    "bool": (1, None),
-    "c10::complex<float>": (8, None),
-    "c10::complex<double>": (16, None),
-}
-
-# ops that only re-describe or allocate memory: no FLOPs, no bytes (their count needs no shapes)
-_NO_DATA = frozenset(
-    """
-    view reshape _reshape_alias _unsafe_view t transpose permute expand expand_as as_strided
-    unsqueeze squeeze select slice narrow split split_with_sizes chunk unbind alias detach
-    lift_fresh empty empty_like empty_strided new_empty new_empty_strided resolve_conj
-    resolve_neg result_type resize_ set_ flatten unflatten view_as numpy_T _nested_view_from_buffer
-    """.split()
-)
-_MATMUL = frozenset("mm addmm bmm baddbmm mv addmv".split())
-_ELEMENTWISE = frozenset(
-    """
-    add sub rsub mul div neg exp exp2 expm1 log log2 log1p pow sqrt rsqrt reciprocal square abs sign
-    tanh sigmoid silu gelu relu relu6 leaky_relu elu selu mish hardswish hardtanh softplus clamp
-    clamp_min clamp_max threshold where lerp addcmul addcdiv maximum minimum sin cos erf floor ceil
-    round trunc fmod remainder eq ne lt le gt ge logical_not logical_and logical_or bitwise_and
-    bitwise_or masked_fill nan_to_num clone contiguous _to_copy copy_ fill_ zero_ tril triu
-    """.split()
-)
-_WRITE_ONLY = frozenset("fill_ zero_ normal_ uniform_ random_ bernoulli_".split())
-_REDUCTIONS = frozenset(
-    "sum mean amax amin max min var std norm linalg_vector_norm argmax argmin prod logsumexp".split()
-)
-_SOFTMAX = frozenset("softmax _softmax log_softmax _log_softmax _safe_softmax".split())
-_LAYERNORM = frozenset("layer_norm native_layer_norm".split())
-_RMSNORM = frozenset("rms_norm _fused_rms_norm".split())
-_ATTENTION = frozenset(
-    """
-    scaled_dot_product_attention _scaled_dot_product_flash_attention_for_cpu
-    _scaled_dot_product_flash_attention _scaled_dot_product_efficient_attention
-    _scaled_dot_product_cudnn_attention _flash_attention_forward _efficient_attention_forward
-    """.split()
-)
-
-
-@dataclass(frozen=True)
-class _Nothing:
-    """The count of an op that moves no data (OpCount refuses zero bytes)."""
-
-    flops: float = 0.0
-    bytes_moved: float = 0.0
-
-
-_NOTHING = _Nothing()
-
-
-def _numel(shape) -> int:
-    return math.prod(int(d) for d in shape)
-
-
-def _broadcast(shapes) -> list[int]:
-    width = max(len(s) for s in shapes)
-    out = []
-    for dims in zip(*[[1] * (width - len(s)) + list(s) for s in shapes]):
-        out.append(max(int(d) for d in dims))
-    return out
-
-
-def count_op(name: str, shapes, dtypes) -> tuple[float, float, str, str | None] | None:
-    """FLOPs and minimum bytes of one call of a recorded op, from its input shapes and dtypes.
-
-    ``name`` is the profiler's op name (``"aten::mm"``), ``shapes`` its "Input Dims" and ``dtypes``
-    its "Input type" lists, as torch's profiler records them. Returns ``(flops, bytes_moved,
-    family, precision)`` -- the family ("matmul", "elementwise", "reduction", "softmax", "norm",
-    "attention", "embedding", "no data") says which library formula counted it -- or None when
-    the op has no formula here or its shapes are missing. Minimum bytes: every tensor input read
-    once and every output written once (a reduction's small output is left out).
-    """
-    found = _count(name, shapes, dtypes)
-    if found is None:
-        return None
-    count, family, precision = found
-    return float(count.flops), float(count.bytes_moved), family, precision
-
-
-def _count(name: str, shapes, dtypes):
-    namespace, _, op = name.partition("::")
-    if namespace != "aten":
-        return None
-    op = op.split(".")[0]
-    if op in _NO_DATA:
-        return _NOTHING, "no data", None
-    shapes = list(shapes or ())
-    dtypes = list(dtypes or ())
-    tensors = [
-        (list(s), _DTYPES[t][0], _DTYPES[t][1])
-        for s, t in zip(shapes, dtypes)
-        if isinstance(s, (list, tuple)) and t in _DTYPES
-    ]
-    if not tensors:
-        return None
-    shape0, e, _ = tensors[0]
-    precision = next((p for _, _, p in tensors if p is not None), None)
-    try:
-        if op in _MATMUL:
-            mats = tensors[1:] if op.startswith(("add", "badd")) else tensors
-            (a, ea, _), (b, _, _) = mats[0], mats[1]
-            if op in ("mv", "addmv"):
-                count = ops.gemv(a[0], a[1], ea)
-            else:
-                batch = a[0] if len(a) == 3 else 1
-                m, k, n = a[-2], a[-1], b[-1]
-                one = ops.gemm(m, n, k, ea)
-                count = ops.OpCount(batch * one.flops, batch * one.bytes_moved)
-            if op.startswith(("add", "badd")):  # the added input: read once, one add per output
-                bias, eb, _ = tensors[0]
-                out = count.flops / (2 * (a[-1] if op not in ("mv", "addmv") else a[1]))
-                count = count + ops.OpCount(out, _numel(bias) * eb)
-            return count, "matmul", precision
-        if op in _ELEMENTWISE or (op.endswith("_") and op[:-1] in _ELEMENTWISE):  # add_, clamp_min_: in place
-            inplace = op.endswith("_")
-            out_shape = shape0 if inplace else _broadcast([s for s, _, _ in tensors])
-            n_out = _numel(out_shape)
-            if op in _WRITE_ONLY:
-                return ops.OpCount(0, n_out * e), "elementwise", precision
-            if op == "copy_":
-                src, es, _ = tensors[1] if len(tensors) > 1 else tensors[0]
-                return ops.OpCount(0, _numel(src) * es + n_out * e), "elementwise", precision
-            reads = sum(_numel(s) * eb for s, eb, _ in tensors)
-            flops = 0 if op in ("clone", "contiguous", "_to_copy") else n_out
-            return ops.OpCount(flops, reads + n_out * e), "elementwise", precision
-        if op in _REDUCTIONS:
-            return ops.OpCount(_numel(shape0), _numel(shape0) * e), "reduction", precision
-        if op in _SOFTMAX:
-            cols = shape0[-1]
-            return ops.softmax(_numel(shape0) // cols, cols, e), "softmax", precision
-        if op in _LAYERNORM or op in _RMSNORM:
-            d = shape0[-1]
-            rows = _numel(shape0) // d
-            count = ops.layernorm(rows, d, e) if op in _LAYERNORM else ops.rmsnorm(rows, d, e)
-            return count, "norm", precision
-        if op in _ATTENTION:
-            q, k = tensors[0][0], tensors[1][0]
-            b, h, sq, dh = q
-            sk = k[-2]
-            flops = ops.attention_flops(b, h, sq, sk, dh)
-            moved = ops.attention_bytes_fused(b, h, sq, sk, dh, e, kv_heads=k[1])
-            return ops.OpCount(flops, moved), "attention", precision
-        if op == "embedding":
-            (weight, ew, _), (idx, ei, _) = tensors[0], tensors[1]
-            rows = _numel(idx) * weight[-1]
-            return ops.OpCount(0, 2 * rows * ew + _numel(idx) * ei), "embedding", precision
-    except (IndexError, ValueError, TypeError, ZeroDivisionError):
-        return None  # shapes that do not fit the formula: better unclassified than wrong
-    return None
 
 
 # --------------------------------------------------------------------------- rows
@@ -320,8 +165,10 @@ class OpStat:
     ``seconds`` is the total self time of all ``calls`` on the timeline read (CPU op self time,
     or GPU kernel time). ``flops`` and ``bytes_moved`` are totals over all calls; None means
     unknown (the row is then unclassified). ``family`` says which formula counted the op
-    (:func:`count_op`); ``precision`` the dtype its roof is read in on a GPU; ``note`` why the
-    counts are missing.
+    (:func:`count_op`; "communication" for collectives, "copy" for memory copies); ``precision``
+    the precision its roof is read in; ``note`` why the counts are missing. ``kernel_seconds`` is
+    the kernels' own run time when it differs from ``seconds`` (a GPU kernel overlapping others is
+    charged only its exposed share of the window): rates are checked against the roof with it.
     """
 
     name: str
@@ -332,6 +179,7 @@ class OpStat:
     family: str = ""
     precision: str | None = None
     note: str = ""
+    kernel_seconds: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.strip():
@@ -340,7 +188,7 @@ class OpStat:
         object.__setattr__(
             self, "seconds", _positive(self.seconds, f"seconds of {self.name}", "seconds", allow_zero=True)
         )
-        for attr, unit in (("flops", "FLOP"), ("bytes_moved", "bytes")):
+        for attr, unit in (("flops", "FLOP"), ("bytes_moved", "bytes"), ("kernel_seconds", "seconds")):
             value = getattr(self, attr)
             if value is not None:
                 object.__setattr__(self, attr, _positive(value, f"{attr} of {self.name}", unit, allow_zero=True))
@@ -364,7 +212,10 @@ class Trace:
     ``timeline`` is "cpu" (op self times on the host), "device" (GPU kernels) or "rows" (hand-made).
     ``window_seconds`` is the span read; ``busy_seconds`` the time covered by ops or kernels
     (their union), so ``window - busy`` is idle. ``gpu`` is the GPU the trace names, if any;
-    ``has_shapes`` says whether shapes were recorded.
+    ``has_shapes`` says whether shapes were recorded. ``notes`` say how the trace was read;
+    ``collectives`` hold ``(kernel, collective, message_bytes, kernel_seconds, group_size)`` for
+    each collective kernel (None where the trace does not say); ``distributed`` is the trace's
+    ``distributedInfo`` (backend, rank, world size).
     """
 
     rows: tuple[OpStat, ...]
@@ -373,15 +224,22 @@ class Trace:
     busy_seconds: float | None
     gpu: str | None = None
     has_shapes: bool = True
+    notes: tuple[str, ...] = ()
+    collectives: tuple[tuple, ...] = ()
+    distributed: Mapping = field(default_factory=dict)
 
 
 def _merge(rows) -> tuple[OpStat, ...]:
     merged: dict[tuple, dict] = {}
     for r in rows:
         key = (r.name, r.family, r.precision, r.counted)
-        m = merged.setdefault(key, {"calls": 0, "seconds": 0.0, "flops": 0.0, "bytes": 0.0, "note": r.note})
+        m = merged.setdefault(
+            key, {"calls": 0, "seconds": 0.0, "flops": 0.0, "bytes": 0.0, "note": r.note, "own": None}
+        )
         m["calls"] += r.calls
         m["seconds"] += r.seconds
+        if r.kernel_seconds is not None:
+            m["own"] = (m["own"] or 0.0) + r.kernel_seconds
         if r.counted:
             m["flops"] += r.flops
             m["bytes"] += r.bytes_moved
@@ -395,6 +253,7 @@ def _merge(rows) -> tuple[OpStat, ...]:
             family,
             precision,
             m["note"],
+            m["own"],
         )
         for (name, family, precision, counted), m in merged.items()
     )
@@ -436,166 +295,273 @@ _NO_SHAPES = (
     "torch.profiler.profile(activities=..., record_shapes=True, with_flops=True)"
 )
 
+# torch.compile's regions: the aten ops run inside the compiled graph are not in the trace
+_COMPILED = re.compile(r"CompiledFunction|Torch-Compiled Region|CompiledFxGraph|torch_compile", re.IGNORECASE)
 
-def read_trace(trace, *, allow_empty: bool = False) -> Trace:
-    """Read a Chrome trace exported by ``torch.profiler`` (a path, or its parsed dict) into a :class:`Trace`.
 
-    CPU ops (``cat`` "cpu_op") give each op's self time (its time minus the ops nested in it on
-    the same thread) and, from "Input Dims" and "Input type", its counts (:func:`count_op`). When
-    the trace holds GPU kernels (``cat`` "kernel", "gpu_memcpy", "gpu_memset"), the kernels are
-    the timeline: each is tied to the op that launched it ("External id", or its launch's
-    "correlation"), and takes that op's counts; idle is the time between kernels.
+def _op_counts(cpu_ops) -> dict[int, tuple | None]:
+    """Step: each CPU op's counts (:func:`count_op`), keyed by ``id(op)``."""
+    counts = {}
+    for e in cpu_ops:
+        args = e.get("args") or {}
+        counts[id(e)] = count_op(
+            str(e.get("name")), args.get("Input Dims"), args.get("Input type"), args.get("Concrete Inputs")
+        )
+    return counts
+
+
+def _composites(cpu_ops, parent, child_time, counts) -> set[int]:
+    """Step: the ops that hand their work to the ops they call (their own self time is dispatch).
+
+    A composite op (softmax -> _softmax, linear -> addmm) spends less time itself than in the ops
+    it calls, and either has no formula while calling counted work, or calls an op that moves at
+    least half the bytes its own count says it moves. (x * 1.5 calls a copy of the scalar 1.5: 4
+    bytes against megabytes, so mul keeps its work. A fused op with no formula, such as
+    _addmm_activation, or an addmm that copies its bias into the output first, runs its GEMM in
+    its own self time: that time is work, counted or unclassified, never overhead.)
     """
-    if isinstance(trace, (str, os.PathLike)):
-        path = os.fspath(trace)
-        opener = gzip.open if path.endswith(".gz") else open
-        try:
-            with opener(path, "rt", encoding="utf-8") as fh:
-                trace = json.load(fh)
-        except FileNotFoundError:
-            raise FileNotFoundError(
-                f"no trace file at {path!r} (export one with prof.export_chrome_trace(path))"
-            ) from None
-        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
-            raise ValueError(f"{path!r} is not a Chrome-trace JSON file: {err}") from None
-    if isinstance(trace, list):
-        trace = {"traceEvents": trace}
-    if not isinstance(trace, Mapping) or not isinstance(trace.get("traceEvents"), list):
-        raise TypeError(
-            "a Chrome trace must be a dict with a 'traceEvents' list (json.load of the file "
-            f"prof.export_chrome_trace wrote), got {type(trace).__name__}"
-        )
-    events = [e for e in trace["traceEvents"] if isinstance(e, Mapping) and e.get("ph") == "X" and "dur" in e]
-    cpu = [e for e in events if e.get("cat") in ("cpu_op", "operator")]
-    kernels = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    steps = [
-        e for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep")
-    ]
-    if not cpu and not kernels:
-        if allow_empty:  # a live run that called no op at all: all its wall time is idle
-            return Trace((), "cpu", None, 0.0)
-        raise ValueError(
-            "the trace holds no ops and no kernels (no 'cpu_op' or 'kernel' events): did the work run "
-            "inside the profiler, and did a schedule's active steps end before the export?"
-        )
-    has_shapes = any("Input Dims" in e.get("args", {}) for e in cpu) or not cpu
 
-    # nest CPU ops per thread: parent = innermost op that contains it
-    by_thread: dict[tuple, list] = {}
-    for e in cpu:
-        by_thread.setdefault((e.get("pid"), e.get("tid")), []).append(e)
-    parent: dict[int, dict | None] = {}
-    child_time: dict[int, float] = {}
-    for evs in by_thread.values():
-        evs.sort(key=lambda e: (float(e["ts"]), -float(e["dur"])))
-        stack: list[dict] = []
-        for e in evs:
-            start = float(e["ts"])
-            while stack and float(stack[-1]["ts"]) + float(stack[-1]["dur"]) <= start:
-                stack.pop()
-            parent[id(e)] = stack[-1] if stack else None
-            if stack:
-                child_time[id(stack[-1])] = child_time.get(id(stack[-1]), 0.0) + float(e["dur"])
-            stack.append(e)
-
-    counts: dict[int, tuple | None] = {}
-    for e in cpu:
-        args = e.get("args", {})
-        counts[id(e)] = count_op(str(e.get("name")), args.get("Input Dims"), args.get("Input type"))
-
-    # A composite op hands its work to the ops it calls (softmax -> _softmax, linear -> addmm):
-    # its own self time is dispatch. It is composite when it spends less time itself than in the
-    # ops it calls, and either has no formula while calling counted work, or calls an op that moves
-    # at least half the bytes its own count says it moves. (x * 1.5 calls a copy of the scalar 1.5:
-    # 4 bytes against megabytes, so mul keeps its work. A fused op with no formula, such as
-    # _addmm_activation, or an addmm that copies its bias into the output first, runs its GEMM in
-    # its own self time: that time is work, counted or unclassified, never overhead.)
-    def _hands_off(e) -> bool:
+    def hands_off(e) -> bool:
         own_seconds = float(e.get("dur", 0.0)) - child_time.get(id(e), 0.0)
         return own_seconds <= child_time.get(id(e), 0.0)
 
     composite: set[int] = set()
-    for e in cpu:
+    for e in cpu_ops:
         c = counts[id(e)]
         if c is None or not (c[0] or c[1]):
             continue
         p = parent[id(e)]
         while p is not None:
             own = counts[id(p)]
-            if _hands_off(p) and (own is None or (own[1] and c[1] >= 0.5 * own[1])):
+            if hands_off(p) and (own is None or (own[1] and c[1] >= 0.5 * own[1])):
                 composite.add(id(p))
             p = parent[id(p)]
+    return composite
 
-    def row_for(e, seconds, calls=1) -> OpStat:
+
+def _why_uncounted(op) -> str:
+    """The true reason an op has no counts."""
+    name = str(op.get("name"))
+    if _COMPILED.search(name):
+        return f"compiled region: counts are inside {name} (profile without torch.compile to count them)"
+    if "Input Dims" not in (op.get("args") or {}):
+        return "no shapes recorded"
+    return f"no formula for {name}"
+
+
+def _cpu_rows(cpu_ops, counts, composite, child_time) -> list[OpStat]:
+    """Step: one row per CPU op call, its self time, placed by its own counts."""
+    rows = []
+    for e in cpu_ops:
+        seconds = max(float(e["dur"]) - child_time.get(id(e), 0.0), 0.0) * _US
         name = str(e.get("name"))
-        if id(e) in composite:
-            return OpStat(name, calls, seconds, 0.0, 0.0, "dispatch")
         c = counts[id(e)]
+        if id(e) in composite:
+            rows.append(OpStat(name, 1, seconds, 0.0, 0.0, "dispatch"))
+        elif c is None:
+            rows.append(OpStat(name, 1, seconds, note=_why_uncounted(e)))
+        else:
+            rows.append(OpStat(name, 1, seconds, *c))
+    return rows
+
+
+def _counted_op(op, parent, counts):
+    """The op whose counts a kernel takes: the innermost enclosing op with work counted, else None."""
+    while op is not None:
+        c = counts.get(id(op))
+        if c is not None and (c[0] or c[1]):
+            return op
+        op = parent.get(id(op))
+    return None
+
+
+def _kept_ties(ties, bounds):
+    """Step: the kernels of complete ProfilerSteps -- launched inside the steps' span; a kernel with no
+    launch is kept when it starts inside the span of the kept ones. Returns (kept, n_left_out)."""
+    if bounds is None:
+        return list(ties), 0
+    start, end, _ = bounds
+    kept = [t for t in ties if t.launch is not None and start <= float(t.launch["ts"]) < end]
+    last = max((float(t.kernel["ts"]) + float(t.kernel["dur"]) for t in kept), default=end)
+    kept += [t for t in ties if t.launch is None and start <= float(t.kernel["ts"]) < last]
+    return kept, len(ties) - len(kept)
+
+
+_DTYPE_BYTES = {"float": 4, "double": 8, "half": 2, "bfloat16": 2, "int": 4, "long": 8, "int8": 1, "byte": 1}
+
+
+def _message_bytes(kernel, op) -> float | None:
+    """A collective's message size in bytes, from the kernel's or its record_param_comms op's args."""
+    for src in (kernel, op):
+        args = (src or {}).get("args") or {}
+        n = args.get("In msg nelems")
+        size = _DTYPE_BYTES.get(str(args.get("dtype", "")).lower())
+        if n and size:
+            return float(n) * size
+    return None
+
+
+def _collective(kernel, op) -> tuple[str | None, int | None]:
+    """The collective's name and its group's size, where the trace records them."""
+    for src in (kernel, op):
+        args = (src or {}).get("args") or {}
+        if args.get("Collective name"):
+            return str(args["Collective name"]), int(args.get("Group size") or 0) or None
+    name = str(kernel.get("name", ""))
+    m = re.search(r"nccl(?:Dev)?Kernel_([A-Za-z]+)", name)
+    return (m.group(1) if m else None), None
+
+
+def _short(kernel_name: str) -> str:
+    """A kernel's name without its return type, template and parameter lists."""
+    name = kernel_name.split("(")[0].split("<")[0].strip()
+    name = name[5:] if name.startswith("void ") else name
+    return name.strip() or "kernel"
+
+
+def _kernel_rows(kept, exposed, parent, counts) -> tuple[list[OpStat], list[tuple]]:
+    """Step: rows from the kernels. Kernels of one op call make one row (their exposed time, one count);
+    copies and collectives are rows of their own. Returns (rows, collectives)."""
+    groups: dict[int, list] = {}
+    owner: dict[int, dict | None] = {}
+    rows, collectives = [], []
+    for t in kept:
+        k = t.kernel
+        kind = traces.kernel_kind(k)
+        short = _short(str(k.get("name", "")))
+        seconds, own = exposed[id(k)] * _US, float(k["dur"]) * _US
+        if kind == "copy":
+            b = (k.get("args") or {}).get("bytes")
+            moved = float(b) if b else None
+            rows.append(
+                OpStat(
+                    short,
+                    1,
+                    seconds,
+                    0.0 if moved else None,
+                    moved,
+                    "copy",
+                    note="" if moved else "no bytes recorded",
+                    kernel_seconds=own,
+                )
+            )
+            continue
+        if kind == "communication":
+            message = _message_bytes(k, t.op)
+            name, ranks = _collective(k, t.op)
+            rows.append(OpStat(short, 1, seconds, 0.0, message, "communication", kernel_seconds=own))
+            collectives.append((short, name, message, own, ranks))
+            continue
+        op = _counted_op(t.op, parent, counts) or t.op
+        key = id(op) if op is not None else id(k)
+        groups.setdefault(key, []).append(k)
+        owner[key] = op
+    for key, ks in groups.items():
+        op = owner[key]
+        seconds = sum(exposed[id(k)] for k in ks) * _US
+        own = sum(float(k["dur"]) for k in ks) * _US
+        if op is None:
+            rows.append(
+                OpStat(
+                    _short(str(ks[0].get("name", ""))),
+                    len(ks),
+                    seconds,
+                    note="kernel not tied to any recorded op",
+                    kernel_seconds=own,
+                )
+            )
+            continue
+        name, c = str(op.get("name")), counts.get(id(op))
         if c is None:
-            note = "no shapes recorded" if "Input Dims" not in e.get("args", {}) else "no formula for this op"
-            return OpStat(name, calls, seconds, note=note)
-        return OpStat(name, calls, seconds, *c)
+            rows.append(OpStat(name, 1, seconds, note=_why_uncounted(op), kernel_seconds=own))
+            continue
+        flops, moved, family, precision = c
+        if precision == "fp32" and any(traces.runs_tf32(str(k.get("name", ""))) for k in ks):
+            precision = "tf32"  # fp32 tensors on tensor cores: the kernel names say TF32
+        rows.append(OpStat(name, 1, seconds, flops, moved, family, precision, kernel_seconds=own))
+    return rows, collectives
 
-    device_props = trace.get("deviceProperties") or []
+
+def _device_names(meta, kernels) -> str | None:
+    props = [p for p in meta.get("deviceProperties") or [] if isinstance(p, Mapping) and p.get("name")]
+    used = {(k.get("args") or {}).get("device") for k in kernels}
+    named = [str(p["name"]) for p in props if p.get("id") in used]
+    names = sorted({str(p["name"]) for p in props})
+    return named[0] if named else (names[0] if names else None)
+
+
+def read_trace(trace, *, allow_empty: bool = False, whole: bool = False) -> Trace:
+    """Read a Chrome trace exported by ``torch.profiler`` (a path, or its parsed dict) into a :class:`Trace`.
+
+    The reading is :mod:`roofline_lib.traces`'s, in steps. CPU ops (``cpu_op``, or ``Operator`` in
+    older traces) give each op's self time and, from "Input Dims", "Input type" and "Concrete
+    Inputs", its counts (:func:`count_op`). When the trace holds GPU kernels, the kernels are the
+    timeline: each is tied to its launch by correlation id and to the op enclosing the launch by
+    time, and takes the counts of the innermost enclosing op that has them. Only kernels of complete
+    ``ProfilerStep``\\ s are read (``whole=True`` reads every kernel, as HTA does). Shares are taken over
+    the merged kernel window of each device: a kernel's time is its exposed time
+    (:func:`roofline_lib.traces.device_timeline`), so overlapping streams are not counted twice.
+    """
+    loaded = traces.load_trace(trace)
+    events = traces.sort_events(loaded)
+    cpu, kernels = events.cpu_ops, events.kernels
+    if not cpu and not kernels:
+        if allow_empty:
+            raise ValueError(
+                "the profile recorded no op and no kernel, so there is nothing to diagnose: profile a "
+                "function that runs torch ops (profile_run(fn, ...) with fn doing the work)"
+            )
+        raise ValueError(
+            "the trace holds no ops and no kernels (no 'cpu_op'/'Operator' or 'kernel'/'Kernel' events): "
+            "pass a trace whose work ran inside the profiler (with a schedule, export after its active steps)"
+        )
+    has_shapes = any("Input Dims" in (e.get("args") or {}) for e in cpu) or not cpu
+    parent, child_time = traces.nest_ops(cpu)
+    counts = _op_counts(cpu)
+    bounds = traces.step_bounds(events)
     if kernels:
-        by_external = {}
-        for e in cpu:
-            ext = e.get("args", {}).get("External id")
-            if ext is not None:
-                by_external[ext] = e
-        runtime = {e.get("args", {}).get("correlation"): e for e in events if e.get("cat") == "cuda_runtime"}
-        groups: dict[int, list] = {}
-        launcher: dict[int, dict | None] = {}
-        for k in kernels:
-            args = k.get("args", {})
-            op = by_external.get(args.get("External id"))
-            if op is None and args.get("correlation") in runtime:
-                launch = runtime[args["correlation"]]
-                t = float(launch["ts"])
-                inside = [
-                    e
-                    for e in by_thread.get((launch.get("pid"), launch.get("tid")), [])
-                    if float(e["ts"]) <= t <= float(e["ts"]) + float(e["dur"])
-                ]
-                op = min(inside, key=lambda e: float(e["dur"])) if inside else None
-            key = id(op) if op is not None else id(k)
-            groups.setdefault(key, []).append(k)
-            launcher[key] = op
-        rows = []
-        for key, ks in groups.items():
-            seconds = sum(float(k["dur"]) for k in ks) * _US
-            op = launcher[key]
-            if op is None:
-                k = ks[0]
-                b = k.get("args", {}).get("bytes")
-                if k.get("cat") in ("gpu_memcpy", "gpu_memset") and b:
-                    rows.append(OpStat(str(k.get("name")), len(ks), seconds, 0.0, float(b) * len(ks), "copy"))
-                else:
-                    rows.append(OpStat(str(k.get("name")), len(ks), seconds, note="kernel not tied to any recorded op"))
-                continue
-            c = counts[id(op)]
-            name = str(op.get("name"))
-            if c is None:
-                note = "no shapes recorded" if "Input Dims" not in op.get("args", {}) else "no formula for this op"
-                rows.append(OpStat(name, len(ks), seconds, note=note))
-            else:
-                flops, moved, family, precision = c
-                rows.append(
-                    OpStat(name, len(ks), seconds, flops, moved, family, precision)
-                )  # one op call, all its kernels
-        spans = [(float(k["ts"]), float(k["ts"]) + float(k["dur"])) for k in kernels]
-        busy = _union(spans) * _US
-        window = (max(b for _, b in spans) - min(a for a, _ in spans)) * _US
-        names = {str(p.get("name")) for p in device_props if isinstance(p, Mapping) and p.get("name")}
-        used = {k.get("args", {}).get("device") for k in kernels}
-        named = [str(p.get("name")) for p in device_props if isinstance(p, Mapping) and p.get("id") in used]
-        gpu = named[0] if named else (sorted(names)[0] if names else None)
-        return Trace(_merge(rows), "device", window, busy, gpu, has_shapes)
-
-    rows = [row_for(e, max(float(e["dur"]) - child_time.get(id(e), 0.0), 0.0) * _US) for e in cpu]
+        ties = traces.tie_kernels(events)
+        kept, left_out = _kept_ties(ties, None if whole else bounds)
+        if not kept:
+            raise ValueError(
+                "no kernel was launched inside the trace's ProfilerSteps: pass whole=True to read every kernel"
+            )
+        by_device: dict = {}
+        for t in kept:
+            by_device.setdefault((t.kernel.get("args") or {}).get("device"), []).append(t.kernel)
+        timelines = [traces.device_timeline(ks, dev) for dev, ks in sorted(by_device.items(), key=lambda i: str(i[0]))]
+        exposed = {key: v for tl in timelines for key, v in tl.exposed.items()}
+        rows, collectives = _kernel_rows(kept, exposed, parent, counts)
+        window = sum(tl.window for tl in timelines) * _US
+        busy = sum(tl.busy for tl in timelines) * _US
+        notes = []
+        if bounds is not None and not whole:
+            notes.append(
+                f"read {len(kept):,} kernels of {bounds[2]} complete ProfilerSteps"
+                + (f" ({left_out:,} launched outside them left out)" if left_out else "")
+            )
+        notes.append(
+            "shares over the merged kernel window of "
+            + ("each device" if len(timelines) > 1 else "the device")
+            + ": overlapping kernels share their time, collectives hidden behind computation cost nothing"
+        )
+        gpu = _device_names(events.meta, [t.kernel for t in kept])
+        return Trace(
+            _merge(rows),
+            "device",
+            window,
+            busy,
+            gpu,
+            has_shapes,
+            tuple(notes),
+            tuple(collectives),
+            MappingProxyType(dict(events.meta.get("distributedInfo") or {})),
+        )
+    composite = _composites(cpu, parent, child_time, counts)
+    rows = _cpu_rows(cpu, counts, composite, child_time)
     spans = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in cpu]
     busy = _union(spans) * _US
-    frame = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in steps] or spans
+    frame = [(float(s["ts"]), float(s["ts"]) + float(s["dur"])) for s in events.steps] or spans
     window = (max(b for _, b in frame) - min(a for a, _ in frame)) * _US
     return Trace(_merge(rows), "cpu", window, busy, None, has_shapes)
 
@@ -783,8 +749,9 @@ class Diagnosis:
 
     ``shares`` and ``seconds`` are keyed by pile (:data:`PILES`); the shares add up to 1.
     ``regime`` is the pile holding more than :data:`MAJORITY` of the time, or "mixed".
-    ``rows`` holds every row and ``placed`` the pile each row's work time went to, in order. ``remedy`` is the
-    playbook's next step for this verdict.
+    ``rows`` holds every row and ``placed`` the pile each row's work time went to, in order.
+    ``roof_label`` names the roof (or roofs) used; ``precisions`` the share of the placed work
+    (compute and memory) in each precision. ``remedy`` is the playbook's next step for this verdict.
     """
 
     regime: str
@@ -797,6 +764,7 @@ class Diagnosis:
     rows: tuple[OpStat, ...]
     placed: tuple[str, ...]
     remedy: str
+    precisions: Mapping[str, float] = field(default_factory=dict)
 
     def __str__(self) -> str:
         if self.regime == "mixed":
@@ -866,29 +834,22 @@ def _names(rows, limit: int = 3, with_intensity: bool = False) -> str:
     return ", ".join(parts) + (f" and {len(rows) - limit} more" if len(rows) > limit else "")
 
 
-def diagnose(
-    profile,
-    *,
-    roof=None,
-    precision: str | None = None,
-    wall_seconds: float | None = None,
-    fixed_cost_seconds: float | None = None,
-) -> Diagnosis:
-    """Say whether a profiled program is compute-, memory- or overhead-bound, or mixed, with evidence.
+@dataclass
+class _Placement:
+    """What placing the rows gives: the seconds per pile and the evidence gathered on the way."""
 
-    ``profile``: a :class:`ProfiledRun`, a torch profiler result, a Chrome-trace JSON (path or
-    dict) or hand-made rows (see the module docstring). ``roof``: the roof to place ops against --
-    a :class:`~roofline_lib.measure.MeasuredCeilings` or :class:`~roofline_lib.roofline.Roof`, or a
-    registry GPU (then each op is read in its own precision unless ``precision`` is given). A CPU
-    profile needs it; a GPU trace defaults to the GPU it names. ``wall_seconds``: the span the
-    profile covers (a ProfiledRun brings its own); what the ops do not cover is idle.
-    ``fixed_cost_seconds``: the fixed cost of one CPU op call (a ProfiledRun brings one measured
-    by :func:`measure_fixed_cost`); ignored on a GPU timeline.
+    piles: dict
+    placed: list
+    used_roofs: list
+    fixed_total: float = 0.0
+    idle: float = 0.0
+    no_data_rows: list = None
+    fast_rows: list = None
+    roof_precision: dict = None  # id(roof) -> the precision it was read in (None: as given)
 
-    Each slice of time is placed by :data:`TRIAGE_RULES`; the verdict is the pile with more than
-    half the time, else "mixed". Raises TypeError for something that is not a profile, ValueError
-    for an empty one or a missing roof.
-    """
+
+def _check_args(profile, wall_seconds, fixed_cost_seconds, precision):
+    """Step: the keyword arguments checked, a ProfiledRun's own wall time and fixed cost taken."""
     wall = None if wall_seconds is None else _positive(wall_seconds, "wall_seconds", "seconds")
     fixed = (
         None
@@ -900,140 +861,268 @@ def diagnose(
         fixed = fixed if fixed is not None else profile.fixed_cost_seconds
     if precision is not None and not isinstance(precision, str):
         raise TypeError(f"precision must be a precision name such as 'bf16', got {precision!r}")
-    trace = _read(profile)
-    rows = trace.rows
-    op_seconds = sum(r.seconds for r in rows)
-    if op_seconds <= 0 and not (rows == () and wall):
-        raise ValueError("the profile holds no time: every row has 0 seconds")
-    if trace.timeline == "device":
-        fixed = 0.0  # a kernel's time is work; launch cost shows up as idle gaps
-    fixed = fixed or 0.0
+    return wall, fixed
 
-    piles = dict.fromkeys(PILES, 0.0)
-    placed: list[str] = []
-    evidence: list[str] = []
+
+def _idle(trace: Trace, wall, op_seconds, evidence) -> float:
+    """Step: the idle time -- the span read minus the time the ops or kernels cover."""
     span = wall if wall is not None else trace.window_seconds
     busy = trace.busy_seconds if trace.busy_seconds is not None else op_seconds
-    idle = 0.0
-    if span is not None:
-        if span >= busy:
-            idle = span - busy
-        else:
-            evidence.append(
-                f"the ops cover {_fmt_seconds(busy)}, more than the {_fmt_seconds(span)} span read: they "
-                "overlap across threads or streams; no idle time counted"
-            )
-    piles[_walk({"idle": True})] += idle
+    if span is None:
+        return 0.0
+    if span >= busy:
+        return span - busy
+    evidence.append(
+        f"the ops cover {_fmt_seconds(busy)}, more than the {_fmt_seconds(span)} span read: they "
+        "overlap across threads or streams; no idle time counted"
+    )
+    return 0.0
 
+
+def _place(rows, trace: Trace, roof, precision, fixed: float, idle: float) -> _Placement:
+    """Step: walk :data:`TRIAGE_RULES` for every row; its work goes to one pile."""
+    out = _Placement(dict.fromkeys(PILES, 0.0), [], [], no_data_rows=[], fast_rows=[], roof_precision={})
+    out.idle = idle
+    out.piles[_walk({"idle": True})] += idle
     roofs: dict = {}
-    used_roofs: list[Roof] = []
-    fixed_total = 0.0
-    no_data_rows, fast_rows = [], []
     for r in rows:
-        fixed_part = min(r.seconds, fixed * r.calls)
-        fixed_total += fixed_part
-        piles[_walk({"idle": False, "fixed": True})] += fixed_part
+        comm = r.family == "communication"
+        fixed_part = 0.0 if comm else min(r.seconds, fixed * r.calls)
+        out.fixed_total += fixed_part
+        if fixed_part:
+            out.piles[_walk({"idle": False, "comm": False, "fixed": True})] += fixed_part
         work = r.seconds - fixed_part
         facts = {
             "idle": False,
+            "comm": comm,
             "fixed": False,
             "counted": r.counted,
             "work": bool(r.counted and (r.flops or r.bytes_moved)),
         }
-        the_roof = _roof_for(r, roof, trace, precision, roofs) if facts["work"] else None
-        if facts["work"] and the_roof is None:
+        the_roof = _roof_for(r, roof, trace, precision, roofs) if facts["work"] and not comm else None
+        if facts["work"] and not comm and the_roof is None:
             facts["counted"] = facts["work"] = False  # counted, but no roof in its precision
-        if facts["work"]:
-            if the_roof not in used_roofs:
-                used_roofs.append(the_roof)
+        if the_roof is not None:
+            if the_roof not in out.used_roofs:
+                out.used_roofs.append(the_roof)
             facts["ridge"] = r.flops < the_roof.ridge * r.bytes_moved  # intensity below the ridge
-            if r.seconds > 0:
+            run = r.kernel_seconds if r.kernel_seconds is not None else r.seconds
+            if run > 0:
                 try:
                     check_plausible(
-                        r.flops / r.seconds,
-                        r.bytes_moved / r.seconds,
-                        the_roof,
-                        tolerance=PLAUSIBILITY_TOLERANCE,
-                        what=r.name,
+                        r.flops / run, r.bytes_moved / run, the_roof, tolerance=PLAUSIBILITY_TOLERANCE, what=r.name
                     )
                 except ValueError:
-                    fast_rows.append(r)
+                    out.fast_rows.append(r)
         pile = _walk(facts)
         if pile == "overhead" and facts["counted"]:
-            no_data_rows.append(r)
-        placed.append(pile)
-        piles[pile] += work
+            out.no_data_rows.append(r)
+        out.placed.append(pile)
+        out.piles[pile] += work
+    return out
 
-    total = sum(piles.values())
-    shares = {k: v / total for k, v in piles.items()}
-    top = max(PILES, key=lambda k: shares[k])
-    regime = top if shares[top] > MAJORITY else "mixed"
 
-    # evidence, pile by pile
-    clock = {"cpu": "op self time on the CPU", "device": "GPU kernel time", "rows": "the rows given"}[trace.timeline]
-    n_calls = sum(r.calls for r in rows)
+def _roof_and_precision(rows, placed, used_roofs, roof, trace: Trace, precision) -> tuple[str, dict, list[str]]:
+    """Step: the label of the roof(s) used, the share of placed work per precision, and what to say
+    about a precision the roof was not measured in."""
     labels = sorted({f"{ro.label} (ridge {ro.ridge:.3g} FLOP/B)" for ro in used_roofs})
     roof_label = "; ".join(labels) if labels else "none needed"
-    evidence.append(
-        f"{_fmt_seconds(total)} read from {clock}, {n_calls:,} calls of {len(rows)} ops; roof: {roof_label}"
+    work = {}
+    for r, p in zip(rows, placed):
+        if p in ("compute", "memory") and r.family != "copy":
+            key = precision or r.precision or "unknown"
+            work[key] = work.get(key, 0.0) + r.seconds
+    total = sum(work.values())
+    shares = {k: v / total for k, v in sorted(work.items(), key=lambda i: -i[1])} if total else {}
+    lines = []
+    measured_in = getattr(roof, "precision", None)
+    if shares:
+        text = ", ".join(f"{k} {v:.0%}" for k, v in shares.items())
+        where = {
+            "device": "each kernel's op read under the GPU's datasheet roof in its own precision"
+            if precision is None and not isinstance(roof, Roof)
+            else f"all work read under the {precision or 'given'} roof",
+            "cpu": f"the roof was measured here in {measured_in}" if measured_in else "the roof given",
+            "rows": f"the roof given ({precision or 'each row in its own precision'})",
+        }[trace.timeline]
+        lines.append(f"precision of the placed work: {text}; {where}")
+        if measured_in and any(k not in (measured_in, "unknown") for k in shares):
+            other = ", ".join(k for k in shares if k not in (measured_in, "unknown"))
+            lines.append(
+                f"{other} work is placed against this machine's {measured_in} roof, the only one measured "
+                f"here: a {other} rate on this CPU may be lower or higher -- time it before choosing a precision"
+            )
+    return roof_label, shares, lines
+
+
+def _communication_lines(rows, placed, shares, trace: Trace, link) -> list[str]:
+    """Step: the communication pile against the network roof (chapter 8) where the link is known."""
+    members = [r for r, p in zip(rows, placed) if p == "communication"]
+    if not members:
+        return []
+    summed = sum(r.kernel_seconds or r.seconds for r in members)
+    line = (
+        f"communication: {shares['communication']:.0%} exposed ({_names(members)}; "
+        f"{_fmt_seconds(summed)} of collective kernels, the rest hidden behind computation)"
     )
+    known = [c for c in trace.collectives if c[1] and c[2] and c[4] and c[4] >= 2]
+    if link is None:
+        size = trace.distributed.get("world_size") if trace.distributed else None
+        line += (
+            "; the trace does not say which link carried them"
+            + (f" ({size} ranks)" if size else "")
+            + ": pass link=<a chapter 8 link, e.g. 'NVLink 3'> to set them against its roof"
+        )
+        return [line]
+    from . import comms
+    from .interconnect import as_link
+
+    spec = as_link(link)
+    if not known:
+        return [line + f"; no collective records its message size and group, so none is set against {spec.name}"]
+    moved = sum(c[2] for c in known)
+    seconds = sum(c[3] for c in known)
+    bus = sum(comms.bus_bandwidth(c[1], c[2], c[3], c[4]) * c[3] for c in known) / seconds
+    line += (
+        f"; {len(known)} collectives moved {moved / 1e6:.3g} MB at a bus bandwidth of {bus / 1e9:.3g} GB/s, "
+        f"{bus / spec.bytes_per_s:.0%} of the {spec.name} roof ({spec.bytes_per_s / 1e9:.3g} GB/s one way)"
+    )
+    return [line]
+
+
+def _evidence(out: _Placement, rows, shares, total, trace: Trace, fixed, roof_label, extra) -> list[str]:
+    """Step: the evidence, pile by pile."""
+    clock = {
+        "cpu": "op self time on the CPU",
+        "device": "the merged GPU kernel window",
+        "rows": "the rows given",
+    }[trace.timeline]
+    n_calls = sum(r.calls for r in rows)
+    lines = [f"{_fmt_seconds(total)} read from {clock}, {n_calls:,} calls of {len(rows)} ops; roof: {roof_label}"]
+    lines += list(trace.notes) + extra["precision"]
     for pile in ("memory", "compute"):
-        members = [r for r, p in zip(rows, placed) if p == pile]
+        members = [r for r, p in zip(rows, out.placed) if p == pile]
         if members:
-            evidence.append(
+            lines.append(
                 f"{pile}-bound work, intensity {'below' if pile == 'memory' else 'at or above'} the "
                 f"ridge: {shares[pile]:.0%} ({_names(members, with_intensity=True)})"
             )
+    lines += extra["communication"]
     parts = []
-    if idle:
+    if out.idle:
         parts.append(
             ("idle gaps between kernels" if trace.timeline == "device" else "wall time outside every op")
-            + f" {idle / total:.0%}"
+            + f" {out.idle / total:.0%}"
         )
-    if fixed_total:
-        parts.append(f"fixed cost {_fmt_seconds(fixed)} x {n_calls:,} calls {fixed_total / total:.0%}")
-    if no_data_rows:
-        parts.append(
-            f"ops that move no data ({_names(no_data_rows)}) {sum(r.seconds for r in no_data_rows) / total:.0%}"
-        )
+    if out.fixed_total:
+        parts.append(f"fixed cost {_fmt_seconds(fixed)} x {n_calls:,} calls {out.fixed_total / total:.0%}")
+    if out.no_data_rows:
+        moved = sum(r.seconds for r in out.no_data_rows) / total
+        parts.append(f"ops that move no data ({_names(out.no_data_rows)}) {moved:.0%}")
     if shares["overhead"] or parts:
-        evidence.append(f"overhead: {shares['overhead']:.0%}" + (f" ({'; '.join(parts)})" if parts else ""))
-    unclassified = [r for r, p in zip(rows, placed) if p == "unclassified"]
+        lines.append(f"overhead: {shares['overhead']:.0%}" + (f" ({'; '.join(parts)})" if parts else ""))
+    unclassified = [r for r, p in zip(rows, out.placed) if p == "unclassified"]
     if unclassified:
-        why = sorted({r.note for r in unclassified if r.note})
+        why = sorted(
+            {r.note for r in unclassified if r.note}, key=lambda n: -sum(r.seconds for r in unclassified if r.note == n)
+        )
         line = f"unclassified: {shares['unclassified']:.0%} ({_names(unclassified)})"
         if not trace.has_shapes:
             line += f"; {_NO_SHAPES}"
         elif why:
-            line += "; " + ", ".join(why)
-        evidence.append(line)
-    if fast_rows:
-        evidence.append(
-            f"faster than the roof in use: {_names(fast_rows)} -- the roof understates what they reach "
-            "(data served from cache, a read-only stream beating the measured copy, or a roof read under "
-            "load); the regime still follows from intensity"
+            line += "; " + "; ".join(why[:4]) + (f"; and {len(why) - 4} more reasons" if len(why) > 4 else "")
+        lines.append(line)
+    if out.fast_rows:
+        lines.append(_faster_than_roof(out.fast_rows, trace))
+    return lines
+
+
+def _faster_than_roof(fast_rows, trace: Trace) -> str:
+    """An op above its roof: first a precision the trace implies, then the cache."""
+    line = f"faster than the roof in use: {_names(fast_rows)} --"
+    fp32 = [r for r in fast_rows if r.precision == "fp32"]
+    if fp32 and trace.timeline == "device":
+        line += (
+            " their fp32 work may run in TF32 on tensor cores (torch.backends.cuda.matmul.allow_tf32): pass "
+            "precision='tf32' to read it under the TF32 roof; otherwise"
         )
+    elif fp32:
+        line += " if the inputs are bf16 or fp16, record their dtypes (record_shapes=True); otherwise"
+    return (
+        line + " the roof understates what they reach (data served from cache, a read-only stream beating the "
+        "measured copy, or a roof read under load); the regime still follows from intensity"
+    )
+
+
+def diagnose(
+    profile,
+    *,
+    roof=None,
+    precision: str | None = None,
+    wall_seconds: float | None = None,
+    fixed_cost_seconds: float | None = None,
+    link=None,
+) -> Diagnosis:
+    """Say whether a profiled program is compute-, memory-, communication- or overhead-bound, or mixed.
+
+    ``profile``: a :class:`ProfiledRun`, a torch profiler result, a Chrome-trace JSON (path or
+    dict) or hand-made rows (see the module docstring). ``roof``: the roof to place ops against --
+    a :class:`~roofline_lib.measure.MeasuredCeilings` or :class:`~roofline_lib.roofline.Roof`, or a
+    registry GPU (then each op is read in its own precision unless ``precision`` is given). A CPU
+    profile needs it; a GPU trace defaults to the GPU it names. ``wall_seconds``: the span the
+    profile covers (a ProfiledRun brings its own); what the ops do not cover is idle.
+    ``fixed_cost_seconds``: the fixed cost of one CPU op call (a ProfiledRun brings one measured
+    by :func:`measure_fixed_cost`); ignored on a GPU timeline. ``link``: the link the collectives
+    ran over (a chapter 8 link name such as ``"NVLink 3"``, or a LinkSpec), to set the
+    communication pile against its roof.
+
+    Each slice of time is placed by :data:`TRIAGE_RULES`; the verdict is the pile with more than
+    half the time, else "mixed". Raises TypeError for something that is not a profile, ValueError
+    for an empty one (no verdict: nothing ran) or a missing roof.
+    """
+    wall, fixed = _check_args(profile, wall_seconds, fixed_cost_seconds, precision)
+    trace = _read(profile)
+    rows = trace.rows
+    op_seconds = sum(r.seconds for r in rows)
+    if op_seconds <= 0:
+        raise ValueError("the profile holds no time: every row has 0 seconds; pass a profile of work that ran")
+    fixed = 0.0 if trace.timeline == "device" else (fixed or 0.0)  # a kernel's time is work
+    evidence: list[str] = []
+    out = _place(rows, trace, roof, precision, fixed, _idle(trace, wall, op_seconds, evidence))
+
+    total = sum(out.piles.values())
+    shares = {k: v / total for k, v in out.piles.items()}
+    top = max(PILES, key=lambda k: shares[k])
+    regime = top if shares[top] > MAJORITY else "mixed"
+    roof_label, precisions, precision_lines = _roof_and_precision(
+        rows, out.placed, out.used_roofs, roof, trace, precision
+    )
+    extra = {
+        "precision": precision_lines,
+        "communication": _communication_lines(rows, out.placed, shares, trace, link),
+    }
+    evidence += _evidence(out, rows, shares, total, trace, fixed, roof_label, extra)
     if regime == "mixed":
         evidence.append(f"no pile holds more than {MAJORITY:.0%} of the time; the largest is {top}")
-
-    remedy = _remedy(regime if regime != "mixed" else top, rows, placed)
+    remedy = _remedy(regime if regime != "mixed" else top, rows, out.placed, trace)
     if regime == "mixed":
         remedy = f"{REMEDIES['mixed']} ({top}: {remedy})"
     return Diagnosis(
         regime=regime,
         evidence=tuple(evidence),
         shares=MappingProxyType(shares),
-        seconds=MappingProxyType(piles),
+        seconds=MappingProxyType(out.piles),
         total_seconds=total,
         timeline=trace.timeline,
         roof_label=roof_label,
         rows=rows,
-        placed=tuple(placed),
+        placed=tuple(out.placed),
         remedy=remedy,
+        precisions=MappingProxyType(precisions),
     )
 
 
-def _remedy(pile: str, rows, placed) -> str:
+def _remedy(pile: str, rows, placed, trace: Trace) -> str:
     if pile == "memory":
         by_family: dict[str, float] = {}
         for r, p in zip(rows, placed):
@@ -1041,6 +1130,8 @@ def _remedy(pile: str, rows, placed) -> str:
                 by_family[r.family] = by_family.get(r.family, 0.0) + r.seconds
         if by_family and max(by_family, key=by_family.get) == "matmul":
             return REMEDIES["memory-matmul"]
+    if pile == "compute" and trace.timeline == "cpu":
+        return REMEDIES["compute-cpu"]
     return REMEDIES[pile]
 
 
@@ -1059,7 +1150,13 @@ def plot_triage(diagnosis: Diagnosis | None = None):
     ax = fig.add_subplot()
     ax.set_axis_off()
     n = len(TRIAGE_RULES)
-    colors = {"compute": "#f4a582", "memory": "#92c5de", "overhead": "#d9d9d9", "unclassified": "#ffffbf"}
+    colors = {
+        "compute": "#f4a582",
+        "memory": "#92c5de",
+        "communication": "#c2a5cf",
+        "overhead": "#d9d9d9",
+        "unclassified": "#ffffbf",
+    }
     y = {r.key: 1 - i / (n + 0.2) for i, r in enumerate(TRIAGE_RULES)}
     box = dict(boxstyle="round,pad=0.4", fc="white", ec="black")
     for r in TRIAGE_RULES:

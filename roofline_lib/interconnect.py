@@ -220,6 +220,23 @@ _GPU_LINKS: dict[str, tuple[tuple[str, ...], str]] = {
         "NVIDIA HGX B200 datasheet: NVLink 1.8 TB/s per GPU; NVIDIA DGX B200 user guide: PCIe Gen5 host",
     ),
     "l4": (("pcie4-x16",), "NVIDIA L4 datasheet: PCIe Gen4 x16 64 GB/s, no NVLink"),
+    "v100-sxm2-32gb": (
+        (),
+        "NVIDIA Tesla V100 datasheet, SXM2: NVLink 2 300 GB/s and PCIe Gen3 32 GB/s, not in this registry",
+    ),
+    "v100-sxm2-16gb": (
+        (),
+        "NVIDIA Tesla V100 datasheet, SXM2: NVLink 2 300 GB/s and PCIe Gen3 32 GB/s, not in this registry",
+    ),
+    "a10": (("pcie4-x16",), "NVIDIA A10 datasheet: PCIe Gen4 x16 64 GB/s, no NVLink"),
+    "mi250x": (
+        ("pcie4-x16",),
+        "AMD Instinct MI250X data sheet: PCIe Gen4 x16 host interface; its Infinity Fabric links are not in this registry",
+    ),
+    "mi250": (
+        ("pcie4-x16",),
+        "AMD Instinct MI250 data sheet: PCIe Gen4 x16 host interface; its Infinity Fabric links are not in this registry",
+    ),
     "mi300x": (
         ("pcie5-x16",),
         (

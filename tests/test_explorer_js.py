@@ -273,7 +273,7 @@ def test_bad_input_is_refused_with_the_reason(run_js):
             {"op": "peak", "gpu": "A100", "precision": "fp8"},
             {"op": "attainable", "gpu": "A100", "precision": "bf16", "intensity": 0},
             {"op": "decode", "gpu": "A100", "precision": "bf16", "n_params": 7e9, "batch": 0},
-            {"op": "gpu", "name": "V100"},
+            {"op": "gpu", "name": "K80"},
         ]
     )
     assert "A100 80GB SXM has no fp8" in no_fp8["error"] and "bf16" in no_fp8["error"]

@@ -168,7 +168,7 @@ def test_decode_rejects_bad_input():
     with pytest.raises(ValueError, match="batch"):
         inf.decode_roofline(7e9, "A100", batch=0)
     with pytest.raises(ValueError, match="unknown GPU"):
-        inf.decode_roofline(7e9, "V100")
+        inf.decode_roofline(7e9, "K80")
 
 
 def test_decode_result_is_frozen():

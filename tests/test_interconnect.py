@@ -88,7 +88,7 @@ def test_unknown_names_raise_and_list_what_is_known():
     with pytest.raises(TypeError, match="link must be a LinkSpec or a link name"):
         rl.as_link(400e9)
     with pytest.raises(ValueError, match="unknown GPU"):
-        rl.gpu_links("V100")
+        rl.gpu_links("K80")
     homemade = dataclasses.replace(rl.gpu("H100"), key="h100-homemade")
     with pytest.raises(ValueError, match="the interconnect registry has no links for 'H100 SXM'"):
         rl.gpu_links(homemade)

@@ -82,7 +82,7 @@ def test_mfu_above_one_is_refused_with_causes():
 
 def test_mfu_refuses_unknown_gpu_and_bad_input():
     with pytest.raises(ValueError, match="unknown GPU"):
-        rl.mfu(6.7e9, 1.5e6, 256, "V100")
+        rl.mfu(6.7e9, 1.5e6, 256, "K80")
     with pytest.raises(ValueError, match="tokens_per_s"):
         rl.mfu(6.7e9, 0, 256, "A100")
     with pytest.raises(ValueError, match="n_gpus"):
