@@ -10,8 +10,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BUILD  := _build/html
 JB_STRICT := --all -W -n --keep-going
+# The same checks on the pages that changed since the last build (`make book` after a chapter edit).
+JB_CHANGED := -W -n --keep-going
 
-.PHONY: help install lock browser book test lint unit nbval build-strict site-test lab-test browser-tests record lab serve grade gpu-check fake-gpu clean
+.PHONY: help install install-sandbox lock browser book test lint unit nbval build-strict site-test lab-test browser-tests record lab serve grade gpu-check fake-gpu clean
 
 help:
 	@echo "make book        install if needed, execute every chapter, build the site into $(BUILD)"
@@ -29,6 +31,7 @@ help:
 	@echo "make lab         open the course in JupyterLab: chapters and exercises open as notebooks"
 	@echo "make serve       serve the built site on http://127.0.0.1:8000"
 	@echo "make grade       grade your answers in exercises/"
+	@echo "make install-sandbox  install Debian's bubblewrap, the grader's sandbox (make unit does it)"
 	@echo "make record      re-write the strict nbval records in tests/records/"
 	@echo "make lock        regenerate requirements.txt from requirements.in (pip-compile)"
 	@echo "make gpu-check   on a CUDA machine: measure its roofs and write a record"
@@ -72,6 +75,15 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && $(CHROMIUM_APT); \
 	  else sudo apt-get update && sudo $(CHROMIUM_APT); fi; }
 
+# The grader runs every student's notebook in a bubblewrap sandbox (roofline_lib/grading/sandbox.py);
+# a class is not graded without one. Installed like chromium, from Debian's package.
+BWRAP_APT := DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap
+install-sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  echo "==> installing Debian's bubblewrap for the grader's sandbox"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update && $(BWRAP_APT); \
+	  else sudo apt-get update && sudo $(BWRAP_APT); fi; }
+
 # The book is built strictly (any warning, broken reference or failing cell fails), and every chapter
 # and exercise is executed once. The build is a file target: it runs again only when a source of the
 # site (a chapter, an exercise, a page, the library, the configuration) or the environment changed
@@ -80,9 +92,24 @@ BOOK_SOURCES := $(wildcard $(shell git ls-files --cached --others --exclude-stan
   _config.yml _toc.yml jupytext.toml references.bib book notebooks exercises roofline_lib 2>/dev/null || \
   find _config.yml _toc.yml jupytext.toml references.bib book notebooks exercises roofline_lib -type f -not -path '*/.*'))
 BOOK_OK := _build/.strict-build-passed
+# What every page depends on: a change here executes every chapter again (--all). A change to
+# chapters, exercises or pages alone rebuilds only those (Sphinx re-reads what changed: seconds for
+# one chapter). A fresh clone has no _build, so CI always builds everything from nothing.
+BOOK_ALL_INPUTS := $(STAMP) _config.yml _toc.yml jupytext.toml references.bib \
+  $(filter roofline_lib/% book/_ext/%,$(BOOK_SOURCES))
+BOOK_ALL_OK := _build/.all-inputs-built
 $(BOOK_OK): $(STAMP) $(BOOK_SOURCES)
 	@rm -f $@
-	$(VENV)/bin/jupyter-book build . $(JB_STRICT)
+	@mkdir -p _build && touch _build/.build-started
+	@if [ -f $(BOOK_ALL_OK) ] && [ -d $(BUILD) ] && \
+	    [ -z "$$(find $(BOOK_ALL_INPUTS) -newer $(BOOK_ALL_OK) 2>/dev/null | head -n 1)" ]; then \
+	  echo "==> rebuilding what changed: $(filter-out $(BOOK_ALL_INPUTS),$?)"; \
+	  $(VENV)/bin/jupyter-book build . $(JB_CHANGED) || { touch $(filter-out $(BOOK_ALL_INPUTS),$?); exit 1; }; \
+	else \
+	  echo "==> the library, configuration or environment changed (or no build yet): executing every page"; \
+	  $(VENV)/bin/jupyter-book build . $(JB_STRICT); \
+	fi
+	@mv _build/.build-started $(BOOK_ALL_OK)
 	@touch $@
 
 book: $(BOOK_OK)
@@ -112,7 +139,7 @@ XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS))
 # The second run collects only the files that use the mark (collecting every test takes ~15 s).
 UNIT = $(PY) -m pytest -q
 MEASURING := $(shell grep -l 'mark\.measures' tests/test_*.py 2>/dev/null)
-unit: $(STAMP)
+unit: $(STAMP) install-sandbox
 	$(UNIT) tests --ignore=tests/test_site.py --ignore=tests/test_lab.py $(XDIST) $(if $(XDIST),--dist worksteal) -m "not measures"
 	$(if $(MEASURING),$(UNIT) -m measures $(MEASURING))
 

@@ -579,8 +579,11 @@ def test_an_answer_cell_inspecting_the_kernel_finds_no_key(tmp_path):
         EXERCISES / "ex1_layernorm_4_percent.md",
         {"answer-ex1-a": f"OUT_PATH = {str(findings)!r}\n" + _GC_SCAN},
     )
-    proc, report = _grade_json(tmp_path, str(nb))
+    # Unsandboxed, so that the cell can write its findings where this test reads them: this is the
+    # layer practice mode relies on (the sandbox tests are in test_grading_sandbox.py).
+    proc, report = _grade_json(tmp_path, str(nb), "--unsandboxed")
     assert report["students"][0]["marks"] == 0
+    assert report["isolation"].startswith("GRADES NOT ISOLATED")
     found = json.loads(findings.read_text())
     assert found["modules"] == [] and found["holders"] == [] and found["key_import"] == "refused"
     assert found["oracle"] == ""  # the practice judge cannot be started from a graded kernel

@@ -31,17 +31,20 @@ import re
 import secrets
 import selectors
 import shutil
+import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
-from . import key
+from . import key, sandbox
 from .worker import descendants, harden, kill_tree, sign
 
 __all__ = [
@@ -65,8 +68,33 @@ __all__ = [
 EXIT_OK, EXIT_WRONG, EXIT_USAGE = 0, 1, 2
 DEFAULT_TIME_LIMIT_S = 180  # one notebook, start of its kernel to its last cell
 _MAX_COPY_BYTES = 50e6  # a submission folder larger than this is not copied whole
-_KERNEL_UID_BASE = 61000  # a root grader runs notebook i's kernel as uid 61000 + i (no login, no files)
+_KERNEL_UID_BASE = 61000  # a root grader runs notebook i's sandbox as uid 61000 + i (no login, no files)
 _job_numbers = itertools.count()
+_WORKER_SCRIPT = "roofline_grading_worker.py"  # the worker, copied beside the package copy it imports
+NOT_ISOLATED = (
+    "GRADES NOT ISOLATED: graded with --unsandboxed; a student's code could read the key or change others' grades"
+)
+
+
+class _Supervisor:
+    """What the grader is running, so that SIGTERM or SIGINT can stop it and the reports still land."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.running: set[subprocess.Popen] = set()
+        self.stopped = threading.Event()
+        self.signal_name = ""
+
+    def stop(self, signum, frame=None) -> None:
+        self.signal_name = signal.Signals(signum).name
+        self.stopped.set()
+        with self.lock:
+            running = list(self.running)
+        for proc in running:
+            kill_tree(proc.pid, include_root=True)
+
+
+_SUPERVISOR = _Supervisor()
 
 
 class GradeError(Exception):
@@ -140,16 +168,17 @@ def _is_notebook(path: Path) -> bool:
     return path.suffix in (".md", ".ipynb") and path.is_file()
 
 
-def _read_cells(path: Path) -> list[tuple[str, list[str]]]:
-    """(source, tags) of each code cell; raises on an unreadable file."""
+def _read_cells(path: Path, data: bytes) -> list[tuple[str, list[str]]]:
+    """(source, tags) of each code cell of a notebook's bytes; raises on an unreadable one."""
+    text = data.decode("utf-8")
     if path.suffix == ".ipynb":
         import nbformat
 
-        nb = nbformat.read(str(path), as_version=4)
+        nb = nbformat.reads(text, as_version=4)
     else:
         import jupytext
 
-        nb = jupytext.read(path)
+        nb = jupytext.reads(text, fmt="md")
     cells = []
     for c in nb.cells:
         if c.get("cell_type") != "code":
@@ -203,9 +232,11 @@ def _graded_cells(cells, exercise: key.Exercise, plans: dict[str, dict]):
 
 
 def _package_copy(root: Path) -> Path:
-    """A copy of roofline_lib without the key, the grader and the worker: what kernels import."""
+    """A copy of roofline_lib without grading/ (the key, the grader), and the worker script beside it."""
     src = Path(__file__).resolve().parents[1]
     dest = root / "lib" / "roofline_lib"
+    (root / "lib").mkdir(mode=0o755)
+    shutil.copyfile(Path(__file__).with_name("worker.py"), root / "lib" / _WORKER_SCRIPT)
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns("grading", "__pycache__", "*.pyc"))
     # a stub, so that no other finder supplies the real subpackage instead
     (dest / "grading").mkdir()
@@ -229,13 +260,14 @@ del _roofline_sys, _roofline_name
 """
 
 
-def _scrubbed_env(scratch: Path, pythonpath: str) -> dict:
-    home = scratch / "home"
+def _scrubbed_env(scratch: Path, pythonpath: str, seen_as: str) -> dict:
+    """The kernel's environment; ``scratch`` is the host folder, ``seen_as`` its path for the kernel."""
     for sub in ("", ".ipython", ".jupyter", "runtime", "data", "mpl", "tmp"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-    startup = home / ".ipython" / "profile_default" / "startup"
+        (scratch / "home" / sub).mkdir(parents=True, exist_ok=True)
+    startup = scratch / "home" / ".ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-roofline-grading.py").write_text(_KERNEL_STARTUP)
+    home = Path(seen_as) / "home"
     bindir = str(Path(sys.executable).parent)
     return {
         "PATH": os.pathsep.join([bindir, os.defpath]),
@@ -260,51 +292,132 @@ def _scrubbed_env(scratch: Path, pythonpath: str) -> dict:
     }
 
 
-def _copy_submission(src: Path, dest: Path) -> None:
+class SubmissionRefused(Exception):
+    """A submission that is not read: a link, a special file, a path out of its folder."""
+
+
+def _shown(name) -> str:
+    """A file name as text: undecodable bytes as backslash escapes (``\\xff``), never an error."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _read_regular(path: Path, limit: float) -> bytes:
+    """A regular file's bytes, opened without following a link; refuses anything else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise SubmissionRefused(f"{_shown(path.name)} could not be opened ({type(err).__name__})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SubmissionRefused(f"{_shown(path.name)} is not a regular file")
+        if info.st_size > limit:
+            raise SubmissionRefused(f"{_shown(path.name)} is larger than {limit / 1e6:g} MB")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def snapshot(entry: Path, notebooks_only: Sequence[Path] = ()) -> dict[str, bytes]:
+    """A submission read into memory before any kernel starts: ``{relative path: bytes}``.
+
+    ``entry`` is a student's folder or a notebook. Every entry is examined with ``lstat`` and
+    opened with ``O_NOFOLLOW``: a symbolic link (to a file or a folder), a special file (a FIFO,
+    a socket, a device) or anything else that is not a regular file or a folder refuses the
+    whole submission (SubmissionRefused, with a message that names the entry and never holds a
+    file's contents), so nothing outside the submission is read. Files beyond 50 MB in all are
+    left out, notebooks first in.
+    """
+    info = os.lstat(entry)
+    if stat.S_ISLNK(info.st_mode):
+        raise SubmissionRefused(f"{_shown(entry.name)} is a symbolic link; hand in the files themselves")
+    if stat.S_ISREG(info.st_mode):
+        return {entry.name: _read_regular(entry, _MAX_COPY_BYTES)}
+    if not stat.S_ISDIR(info.st_mode):
+        raise SubmissionRefused(f"{_shown(entry.name)} is not a regular file or a folder")
+    found: list[tuple[str, Path]] = []
+    todo = [(entry, "")]
+    while todo:
+        folder, prefix = todo.pop()
+        with os.scandir(folder) as it:
+            children = sorted(it, key=lambda d: d.name)
+        for child in children:
+            rel = f"{prefix}{child.name}"
+            mode = os.lstat(child.path).st_mode
+            if stat.S_ISLNK(mode):
+                raise SubmissionRefused(f"{_shown(rel)} is a symbolic link; hand in the files themselves")
+            if stat.S_ISDIR(mode):
+                todo.append((Path(child.path), rel + "/"))
+            elif stat.S_ISREG(mode):
+                found.append((rel, Path(child.path)))
+            else:
+                raise SubmissionRefused(f"{_shown(rel)} is not a regular file or a folder")
+    wanted = {p.name for p in notebooks_only}
+    found.sort(key=lambda rp: (rp[1].name not in wanted or "/" in rp[0], rp[0]))
+    files, total = {}, 0
+    for rel, path in found:
+        data = _read_regular(path, _MAX_COPY_BYTES)
+        total += len(data)
+        if total > _MAX_COPY_BYTES and files:
+            break
+        files[rel] = data
+    return files
+
+
+def _write_snapshot(files: dict[str, bytes], dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
-    if src.is_dir():
-        total = 0
-        for p in src.rglob("*"):
-            if p.is_symlink() or not p.is_file():
-                continue
-            total += p.stat().st_size
-            if total > _MAX_COPY_BYTES:
-                break
-            target = dest / p.relative_to(src)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(p, target)
-    elif src.is_file():
-        shutil.copyfile(src, dest / src.name)
+    for rel, data in files.items():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "xb") as f:
+            f.write(data)
 
 
 def _own_scratch(scratch: Path, uid: int) -> None:
-    """Hand the scratch folder to the kernel's user (a root grader only)."""
+    """Hand the scratch folder to the sandbox's user (a root grader only)."""
     for path in [scratch, *scratch.rglob("*")]:
         if not path.is_symlink():
             os.chown(path, uid, uid)
 
 
-def _run_worker(cells, scratch: Path, kernel_env: dict, time_limit_s: float):
-    """Run the cells in a worker; returns (events by kind, end) where end names how it stopped."""
-    work = scratch / "work"
-    worker_env = dict(kernel_env)
-    worker_env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+def _run_worker(cells, scratch: Path, time_limit_s: float, sandboxed: bool):
+    """Run the cells in a worker; returns (events by kind, end) where end names how it stopped.
+
+    ``scratch`` holds ``lib`` (the package copy, the worker script) and ``rw`` (the submission
+    in ``work``, the kernel's home). Sandboxed, the worker and its kernel run in bubblewrap as a
+    user of their own (a root grader); otherwise they run here, as the grader's user.
+    """
+    lib, rw = scratch / "lib", scratch / "rw"
+    lib_seen = sandbox.LIB if sandboxed else str(lib)
+    rw_seen = sandbox.SCRATCH if sandboxed else str(rw)
+    kernel_env = _scrubbed_env(rw, lib_seen, rw_seen)
     secret = secrets.token_hex(32)
-    run_as = None
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        run_as = _KERNEL_UID_BASE + next(_job_numbers) % 4000
-        _own_scratch(scratch, run_as)
-    job = json.dumps({"cells": cells, "kernel_env": kernel_env, "secret": secret, "run_as": run_as})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "roofline_lib.grading.worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=work,
-        env=worker_env,
-        start_new_session=True,
-    )
-    kernel_pid = None
+    limits = sandbox.limits(int(time_limit_s) + 10) if sandboxed else {}
+    job = json.dumps({"cells": cells, "kernel_env": kernel_env, "secret": secret, "limits": limits})
+    argv = [sys.executable, f"{lib_seen}/{_WORKER_SCRIPT}"]
+    if sandboxed:
+        uid = _KERNEL_UID_BASE + next(_job_numbers) % 4000 if sandbox._root_grader() else None
+        if uid is not None:
+            _own_scratch(rw, uid)
+            os.chmod(scratch, 0o755)
+        hidden = [str(Path(__file__).resolve().parents[1])]
+        argv = sandbox.command(argv, rw, lib, uid=uid, hidden=hidden)
+    with _SUPERVISOR.lock:
+        if _SUPERVISOR.stopped.is_set():
+            return {}, "interrupted", -1
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=rw / "work",
+            env=kernel_env,
+            start_new_session=True,
+        )
+        _SUPERVISOR.running.add(proc)
     cell_events, begun, died_at, end = {}, -1, None, "finished"
     deadline = time.monotonic() + time_limit_s
     try:
@@ -319,6 +432,9 @@ def _run_worker(cells, scratch: Path, kernel_env: dict, time_limit_s: float):
     try:
         while not finished:
             remaining = deadline - time.monotonic()
+            if _SUPERVISOR.stopped.is_set():
+                end = "interrupted"
+                break
             if remaining <= 0:
                 end = "time limit"
                 break
@@ -341,9 +457,7 @@ def _run_worker(cells, scratch: Path, kernel_env: dict, time_limit_s: float):
                 if not isinstance(event, dict):
                     continue
                 kind = event.get("event")
-                if kind == "kernel" and isinstance(event.get("pid"), int):
-                    kernel_pid = event["pid"]
-                elif kind == "begin" and isinstance(event.get("index"), int):
+                if kind == "begin" and isinstance(event.get("index"), int):
                     begun = event["index"]
                 elif kind == "cell" and isinstance(event.get("index"), int):
                     cell_events[event["index"]] = event
@@ -354,15 +468,14 @@ def _run_worker(cells, scratch: Path, kernel_env: dict, time_limit_s: float):
                     finished = True
     finally:
         sel.close()
-        for pid in (kernel_pid, proc.pid):
-            if pid:
-                kill_tree(pid, include_root=True)
-        for pid in (kernel_pid, proc.pid):
-            try:
-                if pid:
-                    os.killpg(pid, 9)
-            except (ProcessLookupError, PermissionError):
-                pass
+        # The worker's whole tree, as the host sees it (a pid the sandbox reports means nothing here).
+        kill_tree(proc.pid, include_root=True)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        with _SUPERVISOR.lock:
+            _SUPERVISOR.running.discard(proc)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover
@@ -370,48 +483,61 @@ def _run_worker(cells, scratch: Path, kernel_env: dict, time_limit_s: float):
         proc.stdout.close()
     if end == "finished" and not finished:
         end = "worker gone"
+    if _SUPERVISOR.stopped.is_set() and end != "finished":
+        end = "interrupted"  # the supervisor killed it
     return cell_events, end, (died_at if died_at is not None else begun)
 
 
+def _opaque(probes: list, rng: random.Random) -> list:
+    """The probes with ids that say nothing (not "v0" or "r1") and in a shuffled order."""
+    ids = random.Random(rng.getrandbits(64))
+    probes = [replace(p, id=f"p{ids.getrandbits(40):010x}") for p in probes]
+    ids.shuffle(probes)
+    return probes
+
+
 def _grade_notebook(
-    path: Path, submission_root: Path, rng: random.Random, time_limit_s: float, scratch_root: Path, label: str
+    path: Path,
+    files: dict[str, bytes],
+    rng: random.Random,
+    time_limit_s: float,
+    scratch_root: Path,
+    label: str,
+    sandboxed: bool,
 ) -> NotebookResult:
     started = time.monotonic()
     exercise = exercise_of(path)
     parts = key.parts_of(exercise.key)
     try:
-        cells = _read_cells(path)
+        cells = _read_cells(path, files[path.name])
     except Exception as err:  # noqa: BLE001 - unreadable input is reported, not raised
         return NotebookResult(
-            str(path),
+            _shown(path),
             exercise.key,
             exercise.title,
             [_part_result(p, "not graded") for p in parts],
-            f"cannot read the notebook ({type(err).__name__}: {str(err)[:200]})",
+            f"cannot read the notebook ({type(err).__name__})",  # never the text: it may quote a file
         )
-    probes = {p.key: key.draw_probes(p, rng) for p in parts}
+    probes = {p.key: _opaque(key.draw_probes(p, rng), rng) for p in parts}
     plans = {p.key: key.plan_of(p, probes[p.key]) for p in parts}
     graded, part_of_cell, publish_of = _graded_cells(cells, exercise, plans)
     scratch = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=scratch_root))
     try:
-        _copy_submission(submission_root, scratch / "work")
-        env = _scrubbed_env(scratch, str(_package_copy(scratch)))
-        events, end, stopped_at = _run_worker(graded, scratch, env, time_limit_s)
+        _package_copy(scratch)
+        _write_snapshot(files, scratch / "rw" / "work")
+        events, end, stopped_at = _run_worker(graded, scratch, time_limit_s, sandboxed)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     results, problem = [], ""
+    where = part_of_cell.get(max(stopped_at, 0), parts[0].key)
     if end == "died":
         problem = f"the kernel died during part {part_of_cell.get(stopped_at, parts[0].key)}"
     elif end == "time limit":
-        problem = (
-            f"the time limit of {time_limit_s:g} s was reached during part "
-            f"{part_of_cell.get(max(stopped_at, 0), parts[0].key)}"
-        )
+        problem = f"the time limit of {time_limit_s:g} s was reached during part {where}"
     elif end == "worker gone":
-        problem = (
-            f"the grading worker stopped (was it killed?) during part "
-            f"{part_of_cell.get(max(stopped_at, 0), parts[0].key)}"
-        )
+        problem = f"the grading worker stopped (was it killed?) during part {where}"
+    elif end == "interrupted":
+        problem = f"the grader was stopped ({_SUPERVISOR.signal_name or 'interrupted'}) during part {where}"
     for part in parts:
         event = events.get(publish_of[part.key])
         if event is None:
@@ -440,7 +566,7 @@ def _grade_notebook(
             message = f"a cell of this part raised {answer_errors[0]}. {message}".strip()
         results.append(_part_result(part, verdict.status, message))
     return NotebookResult(
-        str(path), exercise.key, exercise.title, results, problem, round(time.monotonic() - started, 2)
+        _shown(path), exercise.key, exercise.title, results, problem, round(time.monotonic() - started, 2)
     )
 
 
@@ -448,38 +574,60 @@ def _grade_notebook(
 
 
 def _student_notebooks(entry: Path) -> list[Path]:
+    if entry.is_symlink():  # refused when it is snapshotted, with a message
+        return [entry] if exercise_of(entry) else []
     if entry.is_dir():
-        return sorted(p for p in entry.iterdir() if _is_notebook(p) and exercise_of(p))
-    return [entry] if _is_notebook(entry) and exercise_of(entry) else []
+        return sorted(p for p in entry.iterdir() if _is_candidate(p) and exercise_of(p))
+    return [entry] if _is_candidate(entry) and exercise_of(entry) else []
+
+
+def _is_candidate(path: Path) -> bool:
+    """A notebook by its name, whatever it is (a link or a special file is refused later, by name)."""
+    return path.suffix in (".md", ".ipynb") and (path.is_symlink() or not path.is_dir())
+
+
+def _not_graded(nb: Path, problem: str) -> NotebookResult:
+    ex = exercise_of(nb)
+    return NotebookResult(
+        _shown(nb), ex.key, ex.title, [_part_result(p, "not graded", problem) for p in key.parts_of(ex.key)], problem
+    )
 
 
 def _grade_all(
-    students: list[tuple[str, Path, list[Path]]], *, workers: int, time_limit_s: float, seed: int
+    students: list[tuple[str, Path, list[Path]]],
+    *,
+    workers: int,
+    time_limit_s: float,
+    seed: int,
+    sandboxed: bool,
 ) -> list[StudentResult]:
     rng_master = random.Random(seed)
-    jobs = []
+    jobs, refused = [], {}
     for s_index, (name, root, notebooks) in enumerate(students):
+        try:  # every submission is read into memory before any kernel starts
+            files = snapshot(root, notebooks) if notebooks or root.is_symlink() else {}
+        except (SubmissionRefused, OSError) as err:
+            message = str(err) if isinstance(err, SubmissionRefused) else f"could not be read ({type(err).__name__})"
+            refused[s_index] = f"submission refused: {message}"
+            continue
         for nb in notebooks:
-            jobs.append((s_index, nb, root, random.Random(rng_master.getrandbits(64))))
+            jobs.append((s_index, nb, files, random.Random(rng_master.getrandbits(64))))
     before = set(descendants(os.getpid()))
     results: dict[tuple[int, str], NotebookResult] = {}
     with tempfile.TemporaryDirectory(prefix="roofline-grade-") as tmp:
         scratch_root = Path(tmp)
 
         def one(job):
-            s_index, nb, root, rng = job
+            s_index, nb, files, rng = job
             label = f"s{s_index:03d}-{exercise_of(nb).key}"
+            if _SUPERVISOR.stopped.is_set():
+                return job, _not_graded(nb, f"not graded: the grader was stopped ({_SUPERVISOR.signal_name})")
+            if nb.name not in files:
+                return job, _not_graded(nb, "not graded: the notebook was left out (the submission is over 50 MB)")
             try:
-                return job, _grade_notebook(nb, root if root.is_dir() else nb, rng, time_limit_s, scratch_root, label)
+                return job, _grade_notebook(nb, files, rng, time_limit_s, scratch_root, label, sandboxed)
             except Exception as err:  # noqa: BLE001 - one notebook never stops the class
-                ex = exercise_of(nb)
-                return job, NotebookResult(
-                    str(nb),
-                    ex.key,
-                    ex.title,
-                    [_part_result(p, "not graded") for p in key.parts_of(ex.key)],
-                    f"the grader could not run this notebook ({type(err).__name__})",
-                )
+                return job, _not_graded(nb, f"the grader could not run this notebook ({type(err).__name__})")
 
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             for job, result in pool.map(one, jobs):
@@ -489,8 +637,12 @@ def _grade_all(
                 kill_tree(pid, include_root=True)
     out = []
     for s_index, (name, root, notebooks) in enumerate(students):
-        student = StudentResult(name, str(root), [results[(s_index, str(nb))] for nb in notebooks])
-        if not notebooks:
+        if s_index in refused:
+            student = StudentResult(name, _shown(root), [_not_graded(nb, refused[s_index]) for nb in notebooks])
+            student.problem = refused[s_index]
+        else:
+            student = StudentResult(name, _shown(root), [results[(s_index, str(nb))] for nb in notebooks])
+        if not notebooks and not student.problem:
             student.problem = "no exercise notebook in this submission (expected exN_*.md or .ipynb)"
         out.append(student)
     return out
@@ -503,22 +655,48 @@ def _default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def isolation(unsandboxed: bool = False, *, practice: bool = False) -> tuple[bool, str]:
+    """(sandboxed, what the reports say): a class is never graded outside the sandbox silently.
+
+    A class (``practice=False``) without a sandbox raises GradeError saying why, unless
+    ``unsandboxed``; one student's own notebooks (``roofline grade exercises/*.md``) are graded
+    without one where none can start, and the report says so.
+    """
+    if unsandboxed:
+        return False, NOT_ISOLATED
+    why = sandbox.why_unavailable()
+    if not why:
+        return True, "sandboxed: each notebook ran in bubblewrap, as a user of its own"
+    if practice:
+        return False, f"not isolated (your own notebooks; no sandbox here: {why})"
+    raise GradeError(
+        f"cannot grade a class in a sandbox: {why}. Fix that (on Debian: `make install-sandbox` as root), "
+        "or pass --unsandboxed to grade without isolation; every report then says the grades are not isolated"
+    )
+
+
 def grade_paths(
     paths: Sequence[str | os.PathLike],
     *,
     workers: int | None = None,
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
     seed: int | None = None,
+    unsandboxed: bool = False,
 ) -> StudentResult:
     """Grade one student's exercise notebooks (``exercises/*.md``); usage errors raise GradeError."""
     files = [Path(p) for p in paths]
     _check_inputs(files)
+    sandboxed, _ = isolation(unsandboxed, practice=True)
     seed = secrets.randbits(63) if seed is None else seed
     harden()
-    common = Path(os.path.commonpath([str(f.resolve().parent) for f in files]))
-    students = [("you", common, files)]
-    result = _grade_all(students, workers=workers or _default_workers(), time_limit_s=time_limit_s, seed=seed)[0]
-    result.path = ", ".join(str(f) for f in files)
+    students = []
+    for folder in sorted({f.parent for f in files}, key=str):  # each folder read as one submission
+        students.append(("you", folder, [f for f in files if f.parent == folder]))
+    graded = _grade_all(
+        students, workers=workers or _default_workers(), time_limit_s=time_limit_s, seed=seed, sandboxed=sandboxed
+    )
+    result = StudentResult("you", ", ".join(_shown(f) for f in files), [n for s in graded for n in s.notebooks])
+    result.problem = "; ".join(s.problem for s in graded if s.problem)
     return result
 
 
@@ -526,15 +704,25 @@ def _check_inputs(files: list[Path]) -> None:
     if not files:
         raise GradeError("give one or more exercise notebooks, e.g. exercises/*.md, or --submissions DIR")
     for f in files:
-        if f.is_dir():
+        if f.is_dir() and not f.is_symlink():
             raise GradeError(
                 f"{f} is a folder, not an exercise notebook; to grade a class of submissions use --submissions DIR"
             )
-        if not f.is_file():
+        if not f.is_file() and not f.is_symlink():
             raise GradeError(f"no such file: {f}")
         if exercise_of(f) is None or f.suffix not in (".md", ".ipynb"):
             known = ", ".join(f"{e.stem}.md" for e in key.EXERCISES.values())
             raise GradeError(f"{f} is not an exercise notebook (expected one of {known}, or .ipynb)")
+
+
+def _class_entries(root: Path) -> list[Path]:
+    entries = []
+    for p in sorted(root.iterdir()):
+        if p.name.startswith("."):
+            continue
+        if p.is_symlink() or p.is_dir() or _is_candidate(p):
+            entries.append(p)
+    return entries
 
 
 def grade_submissions(
@@ -543,21 +731,34 @@ def grade_submissions(
     workers: int | None = None,
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
     seed: int | None = None,
+    unsandboxed: bool = False,
 ) -> list[StudentResult]:
-    """Grade a class: every folder or notebook directly in ``directory`` is one student."""
+    """Grade a class: every folder or notebook directly in ``directory`` is one student.
+
+    Each notebook runs in a sandbox; where none can start this raises GradeError, unless
+    ``unsandboxed`` (then every report says the grades are not isolated).
+    """
     root = Path(directory)
     if not root.is_dir():
         raise GradeError(f"--submissions {root}: not a folder of submissions")
-    entries = sorted(p for p in root.iterdir() if not p.name.startswith(".") and (p.is_dir() or _is_notebook(p)))
-    students = [(e.stem if e.is_file() else e.name, e, _student_notebooks(e)) for e in entries]
+    entries = _class_entries(root)
+    students = []
+    for e in entries:
+        notebooks = _student_notebooks(e)
+        if e.is_symlink() or notebooks or e.is_dir():
+            name = e.stem if (e.is_file() and not e.is_symlink()) or e.suffix in (".md", ".ipynb") else e.name
+            students.append((_shown(name), e, notebooks))
     if not any(nbs for _, _, nbs in students):
         raise GradeError(
             f"--submissions {root}: no submission holds an exercise notebook "
             "(expected one folder or notebook per student, named like exN_*.md)"
         )
+    sandboxed, _ = isolation(unsandboxed)
     seed = secrets.randbits(63) if seed is None else seed
     harden()
-    return _grade_all(students, workers=workers or _default_workers(), time_limit_s=time_limit_s, seed=seed)
+    return _grade_all(
+        students, workers=workers or _default_workers(), time_limit_s=time_limit_s, seed=seed, sandboxed=sandboxed
+    )
 
 
 # ============================================================================ reports
@@ -568,29 +769,54 @@ def _columns(students: Sequence[StudentResult]) -> list[str]:
     return [p.key for ex in exercises for p in key.parts_of(ex)]
 
 
-def gradebook_csv(students: Sequence[StudentResult]) -> str:
-    """One row per student, one column per part (the marks), then total and max."""
+def _cell(text) -> str:
+    """A CSV cell a spreadsheet shows as text: one starting with = + - @, a tab or CR gets a ' first."""
+    text = _shown(str(text)) if isinstance(text, str) else str(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def gradebook_csv(students: Sequence[StudentResult], *, note: str = "") -> str:
+    """One row per student, one column per part (the marks), then total and max.
+
+    ``note`` (the isolation warning of an unsandboxed class) is the first line when given.
+    """
     cols = _columns(students)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
+    if note:
+        writer.writerow([_cell(note)])
     writer.writerow(["student", *cols, "total", "max"])
+    max_total = sum(key.PARTS[c].marks for c in cols)
     for s in students:
-        marks = {p.part: p.marks for n in s.notebooks for p in n.parts}
-        max_total = sum(key.PARTS[c].marks for c in cols)
-        writer.writerow([s.student, *[marks.get(c, 0) for c in cols], s.marks, max_total])
+        try:
+            marks = {p.part: p.marks for n in s.notebooks for p in n.parts}
+            writer.writerow([_cell(s.student), *[marks.get(c, 0) for c in cols], s.marks, max_total])
+        except Exception as err:  # noqa: BLE001 - one student's row never stops the others'
+            writer.writerow([_cell(s.student), *[0 for _ in cols], 0, max_total, f"row failed ({type(err).__name__})"])
     return buf.getvalue()
 
 
 def report_json(
-    students: Sequence[StudentResult], *, seed: int | None = None, time_limit_s: float | None = None
+    students: Sequence[StudentResult],
+    *,
+    seed: int | None = None,
+    time_limit_s: float | None = None,
+    isolation: str = "",
+    stopped: str = "",
 ) -> dict:
-    return {
+    report = {
         "seed": seed,  # --seed SEED draws the same probe inputs again
         "time_limit_s": time_limit_s,
-        "students": [
-            {
-                "student": s.student,
-                "path": s.path,
+        "isolation": isolation,
+        "students": [],
+    }
+    if stopped:
+        report["stopped"] = stopped
+    for s in students:
+        try:
+            entry = {
+                "student": _shown(s.student),
+                "path": _shown(s.path),
                 "marks": s.marks,
                 "max_marks": s.max_marks,
                 "problem": s.problem,
@@ -604,15 +830,16 @@ def report_json(
                     for n in s.notebooks
                 ],
             }
-            for s in students
-        ],
-    }
+        except Exception as err:  # noqa: BLE001 - one student's entry never stops the others'
+            entry = {"student": _shown(str(s.student)), "problem": f"report entry failed ({type(err).__name__})"}
+        report["students"].append(entry)
+    return report
 
 
-def format_table(students: Sequence[StudentResult], *, width: int = 100, detail: bool = True) -> str:
-    lines = []
+def format_table(students: Sequence[StudentResult], *, width: int = 100, detail: bool = True, note: str = "") -> str:
+    lines = [f"*** {note} ***", ""] if note else []
     for s in students:
-        lines.append(f"{s.student}   ({s.path})   {s.marks}/{s.max_marks}")
+        lines.append(f"{_shown(s.student)}   ({_shown(s.path)})   {s.marks}/{s.max_marks}")
         if s.problem:
             lines.append(f"    {s.problem}")
         for n in s.notebooks:
@@ -647,7 +874,7 @@ def _check_output_path(path: str | None, flag: str) -> Path | None:
 def _write_atomically(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -660,6 +887,18 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def _supervised(grade):
+    """Run ``grade()`` with SIGTERM and SIGINT stopping the kernels instead of the grader."""
+    if threading.current_thread() is not threading.main_thread():
+        return grade()
+    old = {s: signal.signal(s, _SUPERVISOR.stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return grade()
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
 def run_grade(
     paths: Sequence[str] = (),
     *,
@@ -669,11 +908,14 @@ def run_grade(
     workers: int | None = None,
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
     seed: int | None = None,
+    unsandboxed: bool = False,
 ) -> int:
     """The ``roofline grade`` command. Exit code 0 full marks, 1 a mark missing, 2 usage.
 
     Output paths are checked before any notebook runs; reports are written after the last
-    kernel is dead, each atomically (a temporary file renamed over the target).
+    kernel is dead, each atomically (a temporary file renamed over the target). SIGTERM or
+    SIGINT stops the kernels; the reports are still written, with what was graded, and the
+    exit code is 128 + the signal's number.
     """
     try:
         out_json = _check_output_path(json_path, "--json")
@@ -687,25 +929,35 @@ def run_grade(
         if not time_limit_s > 0:
             raise GradeError(f"--time-limit must be a positive number of seconds, got {time_limit_s}")
         seed = secrets.randbits(63) if seed is None else seed
+        options = dict(workers=workers, time_limit_s=time_limit_s, seed=seed, unsandboxed=unsandboxed)
         if submissions:
-            students = grade_submissions(submissions, workers=workers, time_limit_s=time_limit_s, seed=seed)
+            _, note = isolation(unsandboxed)
+            students = _supervised(lambda: grade_submissions(submissions, **options))
         else:
-            students = [grade_paths(paths, workers=workers, time_limit_s=time_limit_s, seed=seed)]
+            _, note = isolation(unsandboxed, practice=True)
+            students = _supervised(lambda: [grade_paths(paths, **options)])
     except GradeError as err:
         print(f"roofline grade: error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    print(format_table(students, detail=not submissions), end="")
+    stopped = _SUPERVISOR.signal_name if _SUPERVISOR.stopped.is_set() else ""
+    warn = note if not note.startswith("sandboxed") else ""
+    text = format_table(students, detail=not submissions, note=warn)
     if submissions:
-        print(gradebook_csv(students), end="")
+        text += gradebook_csv(students, note=warn)
+    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
+    sys.stdout.flush()
     try:
         if out_csv:
-            _write_atomically(out_csv, gradebook_csv(students))
+            _write_atomically(out_csv, gradebook_csv(students, note=warn))
         if out_json:
-            report = report_json(students, seed=seed, time_limit_s=time_limit_s)
+            report = report_json(students, seed=seed, time_limit_s=time_limit_s, isolation=note, stopped=stopped)
             _write_atomically(out_json, json.dumps(report, indent=2) + "\n")
     except OSError as err:
         print(f"roofline grade: error: could not write the report: {err}", file=sys.stderr)
         return EXIT_USAGE
+    if stopped:
+        print(f"roofline grade: stopped by {stopped}; the reports hold what was graded", file=sys.stderr)
+        return 128 + signal.Signals[stopped].value
     full = all(
         s.marks == s.max_marks and s.max_marks > 0 and not s.problem and not any(n.problem for n in s.notebooks)
         for s in students
@@ -716,6 +968,11 @@ def run_grade(
 # ============================================================================ practice mode
 
 
+def _practice_probes(part: key.Part) -> list:
+    rng = random.Random(key.PRACTICE_SEED)
+    return _opaque(key.draw_probes(part, rng), rng)
+
+
 def _practice_reply(request) -> dict:
     if not isinstance(request, dict):
         return {"error": "bad request"}
@@ -723,13 +980,12 @@ def _practice_reply(request) -> dict:
         part = key.PARTS.get(request["plan"])
         if part is None:
             return {"error": f"unknown part {request['plan']!r}: this is not an official check cell"}
-        return key.plan_of(part, key.draw_probes(part, random.Random(key.PRACTICE_SEED)))
+        return key.plan_of(part, _practice_probes(part))
     if "judge" in request:
         part = key.PARTS.get(request["judge"])
         if part is None:
             return {"line": f"[ERROR] unknown part {request['judge']!r}"}
-        probes = key.draw_probes(part, random.Random(key.PRACTICE_SEED))
-        verdict = key.judge(part, request.get("observation"), probes)
+        verdict = key.judge(part, request.get("observation"), _practice_probes(part))
         label = {"correct": "[OK]", "not attempted": "[TODO]"}.get(verdict.status, "[WRONG]")
         text = verdict.practice or {"correct": "correct."}.get(verdict.status, "")
         return {"line": f"{label} {part.key} {part.title}: {text}".rstrip()}

@@ -1,17 +1,17 @@
 """One graded notebook, run in a fresh kernel: the grader's worker process.
 
-The grader starts ``python -m roofline_lib.grading.worker`` in a new session, in the
-submission's scratch folder, with a scrubbed environment, and writes the job (a JSON list of
-cell sources, the injected ones marked) to its stdin. The worker
+The grader copies this file beside the kernel's copy of ``roofline_lib`` (which has no
+``grading/``) and runs it as a script, in the notebook's sandbox (``sandbox.py``) as the
+sandbox's own user, in a new session, in the submission's scratch folder, with a scrubbed
+environment; it writes the job (a JSON list of cell sources, the injected ones marked, and the
+resource limits) to its stdin. The worker
 
 * makes itself a *child subreaper*, so a process the kernel detaches (double fork, ``setsid``)
   is re-parented to the worker instead of escaping, and kills every descendant before it exits;
 * makes itself non-dumpable, so the kernel (same user) cannot open ``/proc/<worker>/fd/...``
   and write into the pipe the grader reads;
-* when the grader runs as root, starts the kernel as a user of its own (``run_as``, a numeric
-  uid no other kernel shares, owning only the scratch folder), so that it cannot signal the
-  grader, the workers or the other kernels, nor write where only root may. Where that user
-  cannot run the interpreter (a Python under a private home), the kernel runs as root;
+* sets the job's resource limits (address space, processes, file size, CPU seconds) on itself,
+  so the kernel inherits them and cannot raise them again;
 * starts the kernel with its standard streams on ``/dev/null``: the kernel inherits no
   descriptor of the grader's pipe;
 * signs every line it writes with a key the grader sent on stdin (HMAC-SHA256), so a line that
@@ -35,7 +35,10 @@ import subprocess
 import sys
 import time
 
-from ..observer import MIME_TYPE
+try:
+    from ..observer import MIME_TYPE
+except ImportError:  # run as a script in a sandbox: the kernel's copy of the package
+    from roofline_lib.observer import MIME_TYPE
 
 __all__ = ["descendants", "kill_tree", "harden"]
 
@@ -173,22 +176,9 @@ def start_kernel(job: dict, manager=None):
         cwd=os.getcwd(),
         env=job["kernel_env"],
     )
-    uid = job.get("run_as")
     for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
         km = manager(kernel_name="python3")
-        as_user = {}
-        if isinstance(uid, int) and os.geteuid() == 0:  # a root grader runs each kernel as its own user
-            km.write_connection_file()
-            os.chown(km.connection_file, uid, uid)
-            as_user = dict(user=uid, group=uid, extra_groups=[])
-        try:
-            km.start_kernel(**launch, **as_user)
-        except OSError:  # that user cannot run the interpreter (it lives under a private home)
-            if not as_user:
-                raise
-            uid = None
-            km = manager(kernel_name="python3")
-            km.start_kernel(**launch)
+        km.start_kernel(**launch)
         kc = km.client()
         kc.start_channels()
         try:
@@ -204,6 +194,22 @@ def start_kernel(job: dict, manager=None):
                 raise
 
 
+def set_limits(limits: dict) -> None:
+    """The sandbox's rlimits, soft and hard, on this process and everything it starts."""
+    import resource
+
+    chosen = {
+        resource.RLIMIT_AS: limits.get("address_space_bytes"),
+        resource.RLIMIT_NPROC: limits.get("processes"),
+        resource.RLIMIT_FSIZE: limits.get("file_size_bytes"),
+        resource.RLIMIT_CPU: limits.get("cpu_seconds"),
+        resource.RLIMIT_CORE: 0 if limits else None,
+    }
+    for which, value in chosen.items():
+        if isinstance(value, int) and value >= 0:
+            resource.setrlimit(which, (value, value))
+
+
 def main() -> int:
     harden()
     out = os.fdopen(os.dup(1), "w")
@@ -212,6 +218,7 @@ def main() -> int:
     os.dup2(devnull, 2)
     job = json.loads(sys.stdin.read())
     secret = job.pop("secret")
+    set_limits(job.get("limits") or {})
 
     def emit(event):
         _emit(out, event, secret)
@@ -219,7 +226,6 @@ def main() -> int:
     km = kc = None
     try:
         km, kc = start_kernel(job)
-        emit({"event": "kernel", "pid": km.provisioner.process.pid})
         for i, cell in enumerate(job["cells"]):
             emit({"event": "begin", "index": i})
             observations, error, died = _run_cell(km, kc, cell["source"], cell.get("injected", False))

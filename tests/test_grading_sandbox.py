@@ -1,0 +1,356 @@
+"""The attacks a class's most motivated students tried on the grader, each a regression test.
+
+One class of attackers and victims is graded once, in the sandbox (``--submissions``); the
+tests read its CSV and JSON. Where this machine cannot start a sandbox the tests say why and
+skip (CI's machine can: bubblewrap is installed by ``make install-sandbox``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from roofline_lib.grading import grader, sandbox
+
+ROOT = Path(__file__).resolve().parents[1]
+EX2 = "ex2_ridge_points.md"
+KEY = ROOT / "roofline_lib" / "grading" / "key.py"
+WHY = sandbox.why_unavailable()
+needs_sandbox = pytest.mark.skipif(bool(WHY), reason=f"no sandbox on this machine: {WHY}")
+
+
+def _build(dest: Path, base: Path, replace: dict[str, str] | None = None) -> Path:
+    nb = jupytext.read(base)
+    for cell in nb.cells:
+        for tag in cell.get("metadata", {}).get("tags", []):
+            if replace and tag in replace:
+                cell.source = replace[tag]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    jupytext.write(nb, dest, fmt="md:myst")
+    return dest
+
+
+def _grade(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "roofline_lib.cli", "grade", *args],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+# The key, loaded by path, answers ex2-a (the ridge of GPU P is 1200 / 6 = 200 FLOP/byte):
+# from the repository's path, from the editable install's finder, or through /proc.
+_KEY_BY_PATH = f"""
+import glob, importlib.util, re, sys
+places = [{str(KEY)!r}]
+for finder in glob.glob("/**/site-packages/__editable__*finder.py", recursive=False) + glob.glob(
+        "/*/*/*/lib/python3*/site-packages/__editable__*finder.py"):
+    places += [m + "/grading/key.py" for m in re.findall(r"'(/[^']*roofline_lib)'", open(finder).read())]
+places += glob.glob("/proc/*/cwd/roofline_lib/grading/key.py")
+key = None
+for place in places:
+    try:
+        spec = importlib.util.spec_from_file_location("stolen_key", place)
+        key = importlib.util.module_from_spec(spec)
+        sys.modules["stolen_key"] = key  # its dataclasses look their module up
+        spec.loader.exec_module(key)
+        break
+    except Exception:
+        key = None
+ridge_p = 1200e12 / 6e12 if key is not None else ...
+"""
+
+# Rewrites the victim's submission and every scratch copy of a submission it can find. (Only
+# the victim's own folder by name: a glob over the class would follow the linked students into
+# the repository's solutions/ when the class is graded without the sandbox.)
+_OVERWRITE = """
+import glob
+for path in [VICTIM] + glob.glob("/tmp/roofline-grade-*/*/rw/work/*.md") + glob.glob(
+        "/tmp/roofline-grade-*/*/work/*.md"):
+    try:
+        open(path, "w").write("# overwritten\\n")
+    except OSError:
+        pass
+ridge_p = ...
+"""
+
+# Finds other kernels' connection files and answers ex2-a in each of them.
+_CONNECT = """
+import glob, json, time
+from jupyter_client import BlockingKernelClient
+done, deadline = set(), time.monotonic() + 6
+while time.monotonic() < deadline:
+    for path in glob.glob("/tmp/roofline-grade-*/*/rw/home/runtime/kernel-*.json") + glob.glob(
+            "/tmp/roofline-grade-*/*/home/runtime/kernel-*.json"):
+        if path in done:
+            continue
+        try:
+            kc = BlockingKernelClient(connection_file=path)
+            kc.load_connection_file()
+            kc.start_channels()
+            kc.execute_interactive("ridge_p = 1200e12 / 6e12", timeout=2)
+            kc.stop_channels()
+            done.add(path)
+        except Exception:
+            pass
+    time.sleep(0.2)
+ridge_p = ...
+"""
+
+# A kernel that waits, so that its neighbour has time to reach it.
+_WAIT = "import time\ntime.sleep(5)\nridge_p = ..."
+
+# 8 GiB that are never touched (bytes() asks for zeroed pages): only an address-space limit stops it.
+_HOG = "hog = bytes(8 * 2**30)\nridge_p = 1200e12 / 6e12"
+
+_DETACH = """
+import subprocess, sys
+code = "import os, time\\nif os.fork(): os._exit(0)\\nos.setsid()\\ntime.sleep(60)\\n"
+subprocess.Popen([sys.executable, "-c", code, "roofline-sandbox-detached-marker"], start_new_session=True,
+                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+ridge_p = 1200e12 / 6e12
+"""
+
+
+def _markers() -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and b"roofline-sandbox-detached-marker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def _the_class(root: Path) -> None:
+    sub = root / "submissions"
+    solution, stub = ROOT / "solutions" / EX2, ROOT / "exercises" / EX2
+    _build(sub / "a_keypath" / EX2, stub, {"answer-ex2-a": _KEY_BY_PATH})
+    _build(
+        sub / "b_overwrite" / EX2,
+        stub,
+        {"answer-ex2-a": "VICTIM = " + repr(str(sub / "z_victim" / EX2)) + "\n" + _OVERWRITE},
+    )
+    _build(sub / "c_connect" / EX2, stub, {"answer-ex2-a": _CONNECT})
+    _build(sub / "d_waits" / EX2, stub, {"answer-ex2-a": _WAIT})
+    _build(sub / "e_hog" / EX2, solution, {"answer-ex2-a": _HOG})
+    _build(sub / "f_detach" / EX2, solution, {"answer-ex2-a": _DETACH})
+    (sub / "g_link_file").mkdir()
+    (sub / "g_link_file" / EX2).symlink_to(solution)
+    (sub / "h_link_dir").symlink_to(ROOT / "solutions")
+    (sub / "i_link_system").mkdir()
+    (sub / "i_link_system" / "ex2_ridge_points.ipynb").symlink_to("/etc/hostname")
+    os.mkdir(os.fsencode(sub) + b"/j_bad\xff")
+    _build(Path(os.fsdecode(os.fsencode(sub) + b"/j_bad\xff")) / EX2, solution)
+    _build(sub / "=HYPERLINK(1)" / EX2, solution)
+    _build(sub / "z_victim" / EX2, solution)
+
+
+def _grade_class(tmp: Path) -> dict:
+    _the_class(tmp)
+    started = time.monotonic()
+    proc = _grade(
+        "--submissions",
+        str(tmp / "submissions"),
+        "--workers",
+        "2",
+        "--time-limit",
+        "30",
+        "--csv",
+        str(tmp / "g.csv"),
+        "--json",
+        str(tmp / "r.json"),
+    )
+    return dict(
+        returncode=proc.returncode,
+        stderr=proc.stderr.decode("utf-8", "replace"),
+        elapsed=time.monotonic() - started,
+        markers=_markers(),
+        csv=(tmp / "g.csv").read_text(encoding="utf-8"),
+        report=json.loads((tmp / "r.json").read_text(encoding="utf-8")),
+        hostname=Path("/etc/hostname").read_text().strip() if Path("/etc/hostname").exists() else "",
+    )
+
+
+@pytest.fixture(scope="session")
+def attacked(once_per_run):
+    if WHY:
+        pytest.skip(f"no sandbox on this machine: {WHY}")
+    return once_per_run("attacked-class", _grade_class)
+
+
+def _marks(attacked, student: str) -> dict[str, int]:
+    s = next(s for s in attacked["report"]["students"] if s["student"] == student)
+    return {p["part"]: p["marks"] for nb in s["notebooks"] for p in nb["parts"]}
+
+
+def _student(attacked, student: str) -> dict:
+    return next(s for s in attacked["report"]["students"] if s["student"] == student)
+
+
+@needs_sandbox
+def test_the_attacked_class_is_graded_in_the_sandbox_and_both_reports_land(attacked):
+    assert attacked["returncode"] == 1 and "Traceback" not in attacked["stderr"], attacked["stderr"]
+    assert attacked["report"]["isolation"].startswith("sandboxed")
+    rows = list(csv.reader(attacked["csv"].splitlines()))
+    assert len(rows) == 1 + 12  # the header, then all twelve students: none stopped the others
+    assert len(attacked["report"]["students"]) == 12
+
+
+@needs_sandbox
+def test_the_key_cannot_be_loaded_by_path(attacked):
+    assert _marks(attacked, "a_keypath")["ex2-a"] == 0
+
+
+@needs_sandbox
+def test_a_kernel_cannot_overwrite_another_submission(attacked):
+    assert _marks(attacked, "b_overwrite")["ex2-a"] == 0
+    assert _student(attacked, "z_victim")["marks"] == 8  # graded after the attacker ran
+
+
+@needs_sandbox
+def test_a_kernel_cannot_reach_another_kernel(attacked):
+    assert _marks(attacked, "c_connect")["ex2-a"] == 0
+    assert _marks(attacked, "d_waits")["ex2-a"] == 0  # its kernel waited beside the attacker's
+
+
+@needs_sandbox
+def test_a_memory_hog_is_stopped_at_the_limit_and_only_its_part_lost(attacked):
+    marks = _marks(attacked, "e_hog")
+    assert marks["ex2-a"] == 0 and sum(marks.values()) == 7  # the other seven parts still count
+    part = next(p for nb in _student(attacked, "e_hog")["notebooks"] for p in nb["parts"] if p["part"] == "ex2-a")
+    assert "MemoryError" in part["message"]
+
+
+@needs_sandbox
+def test_a_detached_process_is_gone_after_grading(attacked):
+    assert _student(attacked, "f_detach")["marks"] == 8
+    assert attacked["markers"] == []
+
+
+@needs_sandbox
+def test_links_are_refused_with_a_message_and_nothing_read_through_them(attacked):
+    for name in ("g_link_file", "h_link_dir", "i_link_system"):
+        s = _student(attacked, name)
+        assert s["marks"] == 0 and "symbolic link" in s["problem"], s
+    if attacked["hostname"]:
+        assert attacked["hostname"] not in json.dumps(attacked["report"])  # the linked file's first line
+        assert attacked["hostname"] not in attacked["csv"]
+
+
+@needs_sandbox
+def test_odd_names_land_escaped_and_formulas_as_text(attacked):
+    rows = {row[0]: row for row in csv.reader(attacked["csv"].splitlines())}
+    assert rows["j_bad\\xff"][-2:] == ["8", "8"]  # the byte 0xff as an escape, the marks intact
+    assert rows["'=HYPERLINK(1)"][-2:] == ["8", "8"]  # a spreadsheet shows it as text
+    assert _student(attacked, "j_bad\\xff")["marks"] == 8
+
+
+def test_a_cell_a_spreadsheet_would_run_is_prefixed():
+    assert [grader._cell(t) for t in ("=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx", "ann")] == [
+        "'=1+1",
+        "'+1",
+        "'-1",
+        "'@SUM(A1)",
+        "'\tx",
+        "'\rx",
+        "ann",
+    ]
+
+
+def test_a_snapshot_refuses_links_and_special_files(tmp_path):
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / EX2).write_text("x")
+    assert grader.snapshot(tmp_path / "s") == {EX2: b"x"}
+    (tmp_path / "s" / "data").symlink_to("/etc/hostname")
+    with pytest.raises(grader.SubmissionRefused, match="data is a symbolic link"):
+        grader.snapshot(tmp_path / "s")
+    (tmp_path / "s" / "data").unlink()
+    os.mkfifo(tmp_path / "s" / "pipe")
+    with pytest.raises(grader.SubmissionRefused, match="pipe is not a regular file"):
+        grader.snapshot(tmp_path / "s")
+
+
+@needs_sandbox
+def test_the_sandbox_runs_as_its_own_user_and_sees_none_of_the_grader(tmp_path):
+    (tmp_path / "rw" / "work").mkdir(parents=True)
+    (tmp_path / "lib").mkdir()
+    uid = 61999 if os.geteuid() == 0 else None
+    if uid is not None:
+        os.chown(tmp_path / "rw", uid, uid)
+        os.chown(tmp_path / "rw" / "work", uid, uid)
+        os.chmod(tmp_path, 0o755)
+    probe = (
+        "import json, os, socket\n"
+        "out = {'uid': os.getuid(), 'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit())}\n"
+        f"out['key'] = os.path.exists({str(KEY)!r})\n"
+        f"out['solutions'] = os.path.exists({str(ROOT / 'solutions')!r})\n"
+        "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2); out['net'] = True\n"
+        "except OSError:\n    out['net'] = False\n"
+        f"try:\n    open('{sandbox.LIB}/x', 'w'); out['lib_writable'] = True\n"
+        "except OSError:\n    out['lib_writable'] = False\n"
+        "open('scratch-ok', 'w').write('1')\n"
+        "print(json.dumps(out))\n"
+    )
+    argv = sandbox.command([sys.executable, "-c", probe], tmp_path / "rw", tmp_path / "lib", uid=uid)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={"PATH": os.defpath})
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    if uid is not None:
+        assert seen["uid"] == uid  # a real uid of its own, not root under another name
+    assert os.getpid() not in seen["pids"] and max(seen["pids"]) < 10  # a PID namespace of its own
+    assert not seen["key"] and not seen["solutions"] and not seen["net"] and not seen["lib_writable"]
+    assert (tmp_path / "rw" / "work" / "scratch-ok").read_text() == "1"
+
+
+def test_a_class_is_refused_without_a_sandbox_unless_unsandboxed_is_given(tmp_path):
+    _build(tmp_path / "sub" / "ann" / EX2, ROOT / "solutions" / EX2)
+    no_bwrap = {**os.environ, "PATH": str(tmp_path / "empty")}  # bwrap cannot be found
+    proc = _grade("--submissions", str(tmp_path / "sub"), env=no_bwrap, timeout=60)
+    assert proc.returncode == 2
+    assert b"cannot grade a class in a sandbox" in proc.stderr and b"--unsandboxed" in proc.stderr
+    out = tmp_path / "g.csv"
+    proc = _grade("--submissions", str(tmp_path / "sub"), "--unsandboxed", "--csv", str(out), env=no_bwrap)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().startswith("GRADES NOT ISOLATED")
+    assert b"GRADES NOT ISOLATED" in proc.stdout
+
+
+@needs_sandbox
+def test_a_stopped_grader_writes_its_reports_and_removes_its_scratch(tmp_path):
+    _build(tmp_path / "sub" / "ann" / EX2, ROOT / "solutions" / EX2)
+    _build(tmp_path / "sub" / "bob" / EX2, ROOT / "exercises" / EX2, {"answer-ex2-a": "import time\ntime.sleep(60)"})
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    args = ["--submissions", str(tmp_path / "sub"), "--workers", "2", "--json", str(tmp_path / "r.json")]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "roofline_lib.cli", "grade", *args, "--csv", str(tmp_path / "g.csv")],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(scratch.glob("roofline-grade-*/s001-*")):
+        time.sleep(0.2)  # bob's notebook has its scratch folder: his kernel is starting
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["stopped"] == "SIGTERM" and [s["student"] for s in report["students"]] == ["ann", "bob"]
+    assert "the grader was stopped (SIGTERM)" in report["students"][1]["notebooks"][0]["problem"]
+    assert (tmp_path / "g.csv").read_text().count("\n") == 3  # header, ann, bob
+    assert list(scratch.iterdir()) == []  # the scratch folders are removed
