@@ -13,7 +13,7 @@ row it sends. For a message of ``S`` bytes (the conventions of the NCCL tests, b
 collective         steps            bytes_per_rank          bus-bandwidth factor (NCCL tests)
 =================  ===============  ======================  =====================================
 all-reduce, ring   2 (n - 1)        2 (n - 1) / n * S       2 (n - 1) / n
-all-reduce, tree   2 ceil(log2 n)   2 S                     2 (n - 1) / n
+all-reduce, tree   2 ceil(log2 n)   2 ceil(log2 n) S        2 (n - 1) / n
 all-gather         n - 1            (n - 1) / n * S         (n - 1) / n
 reduce-scatter     n - 1            (n - 1) / n * S         (n - 1) / n
 all-to-all         n - 1            (n - 1) / n * S         (n - 1) / n
@@ -23,12 +23,27 @@ point-to-point     1                S                       1
 ``S`` is what the NCCL tests call the size: the buffer every rank holds for all-reduce, the
 whole gathered output for all-gather, the whole input for reduce-scatter, and a rank's whole send
 buffer (its chunks for every rank, its own included) for all-to-all. The ring is NCCL's ring:
-a reduce-scatter then an all-gather, each ``n - 1`` steps of ``S / n``. The tree is a model of
-NCCL's pipelined double binary tree: a reduce up and a broadcast down a tree of depth
-``ceil(log2 n)``, so the latency grows with ``log2 n`` but every rank sends the data about twice.
+a reduce-scatter then an all-gather, each ``n - 1`` steps of ``S / n``. The tree is Thakur,
+Rabenseifner and Gropp's binomial tree (2005, section 4): a reduce to the root then a broadcast
+from it, each ``ceil(log2 n)`` steps that send the whole message, so both terms carry the same
+``2 ceil(log2 n)``: ``t = 2 ceil(log2 n) (alpha + S / B)`` (``bytes_per_rank`` counts the bytes on
+the busiest rank's path, the root's). It is latency-optimal and bandwidth-poor. NCCL's own tree,
+the double binary tree, pipelines the message in chunks over two trees to send about ``2 S`` per
+rank at a logarithmic latency; it is not modelled here.
 All-to-all assumes a switch (full bisection), as NVSwitch and a non-blocking fat tree provide.
 Reductions inside the switch (NVLink SHARP, NCCL's NVLS) are not modelled: there each GPU sends an
 all-reduce's data about once, not ``2 (n - 1) / n`` times, and its bus bandwidth can exceed the link.
+
+**Across nodes** (:func:`node_collective_cost`) a collective is hierarchical, as NCCL runs it on
+multi-NIC nodes: each of the node's ``g`` GPUs works over NVLink inside the node and drives its
+own network adapter (rail) to the same GPU of the other ``m`` nodes. Priced by its two wires,
+
+    seconds = steps * alpha + max(intra bytes per GPU / NVLink, egress bytes per node / node egress)
+
+where for a ring all-reduce the intra phase moves ``2 (g - 1) / g * S`` per GPU and the node sends
+``2 (m - 1) / m * S`` through all its adapters together (``g`` shards of ``S / g``). The phases
+pipeline over chunks, so the slower one sets the pace. A GPU's own port is not the limit: the
+node's egress is.
 
 *Algorithm bandwidth* is ``S / seconds``; *bus bandwidth* is the algorithm bandwidth times the
 factor, chosen so that it is comparable with the link's one-direction bandwidth whatever ``n``
@@ -47,13 +62,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ._checks import _fraction, _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
-from .interconnect import LinkSpec, _as_link
+from .interconnect import LinkSpec, NodeSpec, _as_link
+from .interconnect import node as _node_by_name
 from .roofline import Roof
 from .transformer import (
     inference_flops_per_token,
@@ -85,6 +101,9 @@ __all__ = [
     "measure_collectives",
     "network_ridge",
     "network_roof",
+    "NodeCollectiveCost",
+    "as_node",
+    "node_collective_cost",
     "tensor_parallel_layer",
 ]
 
@@ -138,7 +157,8 @@ def collective_steps(collective, n_ranks, algorithm: str = "ring") -> int:
     if c == "point_to_point":
         return 1
     if c == "all_reduce":
-        # ring: reduce-scatter (n - 1) + all-gather (n - 1); tree: up and down a tree of depth ceil(log2 n)
+        # ring: reduce-scatter (n - 1) + all-gather (n - 1); binomial tree: reduce then broadcast,
+        # ceil(log2 n) steps each
         return 2 * (n - 1) if a == "ring" else 2 * math.ceil(math.log2(n))
     return n - 1  # all-gather, reduce-scatter, all-to-all: one message to (or from) each other rank
 
@@ -152,7 +172,9 @@ def collective_bytes_per_rank(collective, message_bytes, n_ranks, algorithm: str
     if c == "point_to_point":
         return s
     if c == "all_reduce":
-        return 2 * (n - 1) / n * s if a == "ring" else 2 * s  # tree: every byte goes up once, down once
+        if a == "ring":
+            return 2 * (n - 1) / n * s
+        return 2 * math.ceil(math.log2(n)) * s  # binomial tree: the whole message at each of its steps
     return (n - 1) / n * s  # every rank's n - 1 chunks of S / n that live elsewhere
 
 
@@ -283,6 +305,141 @@ def latency_crossover_bytes(collective, n_ranks, alpha_seconds, bytes_per_s, alg
     bw = _bandwidth(bytes_per_s)
     per_byte = collective_bytes_per_rank(c, 1.0, n_ranks, algorithm)  # bytes sent per byte of message
     return collective_steps(c, n_ranks, algorithm) * alpha * bw / per_byte
+
+
+# ---------------------------------------------------------------------------------- across nodes
+
+
+def as_node(value) -> NodeSpec:
+    """Accept a :class:`~roofline_lib.interconnect.NodeSpec` or a node name ("8x H100")."""
+    if isinstance(value, NodeSpec):
+        return value
+    if isinstance(value, str):
+        return _node_by_name(value)
+    raise TypeError(f"node must be a NodeSpec or a node name such as '8x H100', got {value!r} ({type(value).__name__})")
+
+
+_HIERARCHICAL = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+
+
+@dataclass(frozen=True)
+class NodeCollectiveCost:
+    """One collective on ``n_gpus`` GPUs of ``n_nodes`` nodes, priced hierarchically. All SI.
+
+    ``intra_seconds`` is the NVLink phase (``intra_bytes_per_gpu`` over one GPU's NVLink),
+    ``egress_seconds`` the network phase (``egress_bytes_per_node`` over all the node's
+    adapters together); the slower one, ``binding``, sets the wire time.
+    """
+
+    collective: str
+    node: str
+    n_gpus: int
+    n_nodes: int
+    gpus_per_node: int
+    message_bytes: float
+    intra_bytes_per_gpu: float
+    intra_bytes_per_s: float
+    intra_seconds: float
+    egress_bytes_per_node: float
+    egress_bytes_per_s: float  # the node's adapters together, one direction
+    egress_seconds: float
+    steps: int
+    latency_seconds: float
+    bandwidth_seconds: float  # max(intra, egress)
+    seconds: float
+    binding: str  # "NVLink inside the node", "node egress" or "" on one node with no traffic
+    bytes_per_gpu: float  # what a flat ring would have each GPU send: the NCCL tests' accounting
+    bus_bytes_per_s: float  # algorithm bandwidth * the NCCL tests' factor
+
+    @property
+    def effective_bytes_per_s(self) -> float:
+        """The one-GPU link speed a flat collective would need to take as long: ``bytes_per_gpu``
+        over the wire time. Held against a GPU's peak, it is the cluster's network ridge."""
+        return self.bytes_per_gpu / self.bandwidth_seconds
+
+    def __str__(self) -> str:
+        return (
+            f"{self.collective} of {self.message_bytes:.3g} B on {self.n_gpus} GPUs ({self.n_nodes} x {self.node}): "
+            f"NVLink phase {self.intra_seconds * 1e3:.4g} ms, egress {self.egress_seconds * 1e3:.4g} ms, "
+            f"latency {self.latency_seconds * 1e6:.3g} us -> {self.seconds * 1e3:.4g} ms ({self.binding} binds)"
+        )
+
+
+def node_collective_cost(collective, message_bytes, n_gpus, node, alpha_seconds=0.0) -> NodeCollectiveCost:
+    """A collective across whole nodes, hierarchical and rail-aligned (see the module docstring).
+
+    ``node`` is a :class:`~roofline_lib.interconnect.NodeSpec` or its name; ``n_gpus`` either fits
+    in one node (then it is a ring on NVLink) or is a whole number of nodes. With ``g`` GPUs per
+    node and ``m`` nodes, for a message of ``S`` bytes:
+
+    ==============  ============================  ===============================  ==================
+    collective      NVLink bytes per GPU          egress bytes per node            steps
+    ==============  ============================  ===============================  ==================
+    all-reduce      2 (g - 1) / g * S             2 (m - 1) / m * S                2 (g - 1) + 2 (m - 1)
+    all-gather      (g - 1) / g * S               (m - 1) / m * S                  (g - 1) + (m - 1)
+    reduce-scatter  (g - 1) / g * S               (m - 1) / m * S                  (g - 1) + (m - 1)
+    all-to-all      (g - 1) / n * S               g (n - g) / n * S                n - 1
+    ==============  ============================  ===============================  ==================
+
+    ``seconds = steps * alpha + max(NVLink bytes / NVLink, egress bytes / node egress)``.
+    """
+    c = _collective_key(collective)
+    if c not in _HIERARCHICAL:
+        raise ValueError(f"collective must be one of {', '.join(_HIERARCHICAL)} across nodes, got {collective!r}")
+    spec = as_node(node)
+    s = _positive(message_bytes, "message_bytes", "bytes")
+    n = _ranks(n_gpus, c, "n_gpus")
+    alpha = _positive(alpha_seconds, "alpha_seconds", "seconds", allow_zero=True)
+    g_node = spec.n_gpus
+    if n <= g_node:
+        g, m = n, 1
+    elif n % g_node:
+        raise ValueError(
+            f"n_gpus must fill whole nodes of {g_node} GPUs ({spec.name}) or fit in one, got {n_gpus!r}: "
+            f"use a multiple of {g_node}"
+        )
+    else:
+        g, m = g_node, n // g_node
+    up = spec.scale_up_bytes_per_s
+    egress_bw = spec.scale_out_bytes_per_s
+    if c == "all_to_all":
+        intra = (g - 1) / n * s  # the chunks for the node's other GPUs
+        egress = g * (n - g) / n * s  # every GPU's chunks for the other nodes
+        steps = n - 1
+    else:
+        intra = collective_bytes_per_rank(c, s, g) if g > 1 else 0.0
+        egress = collective_bytes_per_rank(c, s, m) if m > 1 else 0.0  # the node's g shards of S / g
+        steps = (collective_steps(c, g) if g > 1 else 0) + (collective_steps(c, m) if m > 1 else 0)
+    intra_s, egress_s = intra / up, egress / egress_bw
+    wire = max(intra_s, egress_s)
+    latency = steps * alpha
+    seconds = latency + wire
+    flat = collective_bytes_per_rank(c, s, n)
+    if wire == 0.0:  # pragma: no cover - two or more ranks always move bytes
+        binding = ""
+    else:
+        binding = "node egress" if egress_s > intra_s else "NVLink inside the node"
+    return NodeCollectiveCost(
+        collective=c,
+        node=spec.name,
+        n_gpus=n,
+        n_nodes=m,
+        gpus_per_node=g,
+        message_bytes=s,
+        intra_bytes_per_gpu=intra,
+        intra_bytes_per_s=up,
+        intra_seconds=intra_s,
+        egress_bytes_per_node=egress,
+        egress_bytes_per_s=egress_bw,
+        egress_seconds=egress_s,
+        steps=steps,
+        latency_seconds=latency,
+        bandwidth_seconds=wire,
+        seconds=seconds,
+        binding=binding,
+        bytes_per_gpu=flat,
+        bus_bytes_per_s=s / seconds * bus_bandwidth_factor(c, n),
+    )
 
 
 # ---------------------------------------------------------------------------------- the comms roofline
@@ -433,9 +590,28 @@ def _all_reduce_step(
 ) -> CommsVerdict:
     """:func:`comms_verdict` of a step that computes ``flops`` and runs ``count`` all-reduces of
     ``message`` bytes on ``n`` ranks: each rank sends ``count`` times
-    :func:`collective_bytes_per_rank` and waits ``count * collective_steps * alpha``."""
-    per_rank = count * collective_bytes_per_rank("all_reduce", message, n, algorithm)
+    :func:`collective_bytes_per_rank` and waits ``count * collective_steps * alpha``. A ``link``
+    that is a :class:`~roofline_lib.interconnect.NodeSpec` prices each all-reduce with
+    :func:`node_collective_cost` (hierarchical, rail-aligned) and holds the GPU against the
+    cluster's effective per-GPU bandwidth."""
     alpha = _positive(alpha_seconds, "alpha_seconds", "seconds", allow_zero=True)
+    if isinstance(link, NodeSpec):
+        if _algorithm_key(algorithm, "all_reduce") != "ring":
+            raise ValueError(f"algorithm must be 'ring' across nodes (hierarchical rings), got {algorithm!r}")
+        cost = node_collective_cost("all_reduce", message, n, link, alpha)
+        verdict = comms_verdict(
+            flops,
+            count * cost.bytes_per_gpu,
+            gpu,
+            cost.effective_bytes_per_s,
+            precision,
+            latency_seconds=count * cost.latency_seconds,
+            overlap_fraction=overlap_fraction,
+            measured_seconds=measured_seconds,
+        )
+        where = f"{cost.n_nodes} x {link.name}" if cost.n_nodes > 1 else f"{link.scale_up.name} in one {link.name}"
+        return replace(verdict, link=f"{where} ({cost.binding} binds)")
+    per_rank = count * collective_bytes_per_rank("all_reduce", message, n, algorithm)
     return comms_verdict(
         flops,
         per_rank,
@@ -468,6 +644,9 @@ def data_parallel_step(
     message is ``n_params * grad_bytes_per_param`` (default: the precision's element size)
     and each GPU sends :func:`collective_bytes_per_rank` of it. The comms intensity of a ring is
     ``3 * tokens_per_gpu * n / ((n - 1) * grad_bytes_per_param)``: the model size cancels.
+    ``link`` is one GPU's link (a flat ring on it) or a node
+    (:func:`~roofline_lib.interconnect.node`): then the all-reduce is hierarchical across whole
+    nodes (:func:`node_collective_cost`), bound by NVLink or by the node's egress.
     """
     n = _ranks(n_gpus, "data-parallel all_reduce", "n_gpus")
     tokens = _positive(tokens_per_gpu, "tokens_per_gpu", "tokens")

@@ -9,9 +9,11 @@ and mixing them is the interconnect's version of the sparse-peak bug:
 
 The registry stores the one-direction figure (``bytes_per_s``), because that is what a rank can
 send while it receives, and it is the figure the NCCL tests' *bus bandwidth* is compared with.
-``bidirectional_bytes_per_s`` gives back the sum the NVLink and PCIe datasheets print. Figures are
-signalling rates: PCIe's 128b/130b line code and packet headers, and InfiniBand's, leave a few
-percent less for payload, so every figure here is a ceiling, never an expectation.
+``bidirectional_bytes_per_s`` gives back the sum the NVLink and PCIe datasheets print. PCIe is
+stored after its 128b/130b line code (31.5 GB/s each way for a PCIe 4.0 x16 slot, 63 GB/s for
+PCIe 5.0, not the 32 and 64 of the raw transfer rate); packet headers leave a little less again,
+and InfiniBand's and NVLink's figures are their signalling rates, so every figure here is a
+ceiling, never an expectation.
 
 Three tables:
 
@@ -50,6 +52,7 @@ LINK_KINDS = ("nvlink", "pcie", "infiniband")
 
 _G = 1e9  # one giga (bytes or bits)
 _GBIT = 1e9 / 8  # one gigabit, in bytes
+_PCIE_128B_130B = 128 / 130  # PCIe 3.0 and later: 128 payload bits in every 130 on the wire
 
 
 @dataclass(frozen=True)
@@ -147,27 +150,27 @@ _LINKS: dict[str, LinkSpec] = {
             "pcie4-x16",
             "PCIe 4.0 x16",
             kind="pcie",
-            bytes_per_s=16 * 16 * _GBIT,
+            bytes_per_s=16 * 16 * _GBIT * _PCIE_128B_130B,  # 16 GT/s x 16 lanes, 128b/130b
             lanes=16,
             per=_PER_SLOT,
             source="PCI-SIG PCI Express Base Specification 4.0 (2017): 16 GT/s per lane; "
             "NVIDIA A100 datasheet: PCIe Gen4 64 GB/s",
             aliases=("pcie4", "pcie 4", "pcie gen4", "pcie 4.0", "pcie4 x16"),
-            notes="16 GT/s x 16 lanes / 8 bits = 32 GB/s each way (64 GB/s both, as datasheets print); "
-            "the 128b/130b line code leaves 31.5 GB/s of payload.",
+            notes="16 GT/s x 16 lanes / 8 bits = 32 GB/s of raw signalling each way (64 GB/s both, as "
+            "datasheets print); the 128b/130b line code leaves 31.5 GB/s each way, the figure stored.",
         ),
         _link(
             "pcie5-x16",
             "PCIe 5.0 x16",
             kind="pcie",
-            bytes_per_s=32 * 16 * _GBIT,
+            bytes_per_s=32 * 16 * _GBIT * _PCIE_128B_130B,  # 32 GT/s x 16 lanes, 128b/130b
             lanes=16,
             per=_PER_SLOT,
             source="PCI-SIG PCI Express Base Specification 5.0 (2019): 32 GT/s per lane; "
             "NVIDIA H100 datasheet: PCIe Gen5 128 GB/s",
             aliases=("pcie5", "pcie 5", "pcie gen5", "pcie 5.0", "pcie5 x16"),
-            notes="32 GT/s x 16 lanes / 8 bits = 64 GB/s each way (128 GB/s both, as datasheets print); "
-            "the 128b/130b line code leaves 63 GB/s of payload.",
+            notes="32 GT/s x 16 lanes / 8 bits = 64 GB/s of raw signalling each way (128 GB/s both, as "
+            "datasheets print); the 128b/130b line code leaves 63 GB/s each way, the figure stored.",
         ),
         _link(
             "ib-hdr",
@@ -360,6 +363,16 @@ class NodeSpec:
     def scale_out_bytes_per_s(self) -> float:
         """The whole node's one-direction bandwidth to other nodes."""
         return self.scale_out.bytes_per_s * self.scale_out_ports
+
+    @property
+    def nic_count(self) -> int:
+        """Network adapters (ports) of the compute network: what NCCL spreads its rings over."""
+        return self.scale_out_ports
+
+    @property
+    def nic_bytes_per_s(self) -> float:
+        """One network adapter port's one-direction bandwidth."""
+        return self.scale_out.bytes_per_s
 
 
 def _node(key, name, *, gpu, n_gpus, scale_up, scale_out, ports, source, aliases=(), notes=""):

@@ -20,10 +20,13 @@ def test_nvlink_generations_store_one_direction_of_the_datasheet_sum():
 
 
 def test_pcie_x16_is_lanes_times_transfer_rate():
-    # PCIe 4: 16 GT/s * 16 lanes / 8 bits = 32 GB/s each way; PCIe 5 doubles the rate: 64 GB/s
-    assert rl.link("PCIe Gen4").bytes_per_s == 16e9 * 16 / 8
-    assert rl.link("pcie5").bytes_per_s == 32e9 * 16 / 8
-    assert rl.link("pcie5").bidirectional_bytes_per_s == 128e9  # the H100 datasheet's figure
+    # PCIe 4: 16 GT/s * 16 lanes / 8 bits = 32 GB/s of signalling each way, * 128 / 130 = 31.5 GB/s
+    # of payload; PCIe 5 doubles the rate: 63 GB/s
+    assert rl.link("PCIe Gen4").bytes_per_s == pytest.approx(16e9 * 16 / 8 * 128 / 130)
+    assert round(rl.link("PCIe Gen4").bytes_per_s / 1e9, 1) == 31.5
+    assert round(rl.link("pcie5").bytes_per_s / 1e9, 1) == 63.0
+    # the H100 datasheet's 128 GB/s is raw signalling, both ways: 2 * 63.0 = 126 after the line code
+    assert rl.link("pcie5").bidirectional_bytes_per_s == pytest.approx(128e9 * 128 / 130)
 
 
 def test_infiniband_ports_are_named_by_their_bits_per_second():
@@ -76,6 +79,7 @@ def test_nodes_pair_their_gpu_with_nvlink_inside_and_infiniband_outside():
     assert rl.node("8x B200").scale_up.key == "nvlink5"
     # inside the node is 9x faster than out of it on an H100 board: 450 / 50
     assert h100.scale_up_bytes_per_s / h100.scale_out_bytes_per_s_per_gpu == 9
+    assert (h100.nic_count, h100.nic_bytes_per_s) == (8, 50e9)  # 8 ConnectX-7 at 400 Gb/s
 
 
 def test_unknown_names_raise_and_list_what_is_known():

@@ -394,7 +394,7 @@
   function bytesPerRankPerByte(collective, nRanks, algorithm) {
     var x = commsArgs(collective, nRanks, algorithm);
     if (x.c === "point_to_point") return 1;
-    if (x.c === "all_reduce") return x.a === "ring" ? (2 * (x.n - 1)) / x.n : 2;
+    if (x.c === "all_reduce") return x.a === "ring" ? (2 * (x.n - 1)) / x.n : 2 * Math.ceil(Math.log2(x.n));
     return (x.n - 1) / x.n;
   }
 
