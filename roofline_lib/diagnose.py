@@ -952,6 +952,11 @@ def _roof_and_precision(rows, placed, used_roofs, roof, trace: Trace, precision)
                 f"{other} work is placed against this machine's {measured_in} roof, the only one measured "
                 f"here: a {other} rate on this CPU may be lower or higher -- time it before choosing a precision"
             )
+    else:
+        lines.append(
+            "precision of the placed work: none -- no counted arithmetic was placed (memory copies at most, "
+            "which no precision changes)"
+        )
     return roof_label, shares, lines
 
 
