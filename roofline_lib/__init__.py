@@ -15,6 +15,10 @@ included; a private helper such as ``_format`` sits at its highest importer's la
     training      -> MFU/HFU, training bills, precision sweep
     scenarios     -> the worked examples several chapters share (LayerNorm, FFN GEMM, runs)
     comms         -> alpha-beta collective costs, the communication roofline, live gloo/NCCL timing
+    serving       -> serving steps on the roofline (prefill, decode, mixed), TTFT/TPOT, KV capacity,
+                     speculative decoding, prefix caching, steady-state frontier
+    scheduler     -> discrete-event server model (static, continuous, chunked, disaggregated), frontier, SLO
+    serving_live  -> the small decoder served live with a KV-cache loop, timed on this CPU
     measure       -> timing (do_bench on CUDA, careful CPU fallback), this machine's ceilings
     records       -> the schema and files of recorded GPU measurements (the caller names the folder)
     record_report -> what a chapter shows of a record: targets, live beside recorded
@@ -43,13 +47,17 @@ from .ops import *  # noqa: F401,F403
 from .ops import __all__ as _ops_all
 from .roofline import *  # noqa: F401,F403
 from .roofline import __all__ as _roofline_all
+from .scheduler import *  # noqa: F401,F403
+from .scheduler import __all__ as _scheduler_all
+from .serving import *  # noqa: F401,F403
+from .serving import __all__ as _serving_all
 from .training import *  # noqa: F401,F403
 from .training import __all__ as _training_all
 from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
 
-# audit (torch), measure, plots, widgets, diagnose, kernels, records, export and grading
-# are imported on demand:
+# audit (torch), measure, plots, widgets, diagnose, kernels, records, export, serving_live (torch)
+# and grading are imported on demand:
 #   from roofline_lib import audit, measure, plots, widgets
 # so that `import roofline_lib` stays fast and light.
 
@@ -63,4 +71,6 @@ __all__ = [
     *_training_all,
     *_interconnect_all,
     *_comms_all,
+    *_serving_all,
+    *_scheduler_all,
 ]
