@@ -85,21 +85,22 @@ for path in [VICTIM] + glob.glob("/tmp/roofline-grade-*/*/rw/work/*.md") + glob.
 ridge_p = ...
 """
 
-# Finds other kernels' connection files and answers ex2-a in each of them.
+# Finds other kernels' connection files (jupyter_client writes them to the kernel's TMPDIR, in the
+# scratch folder) and answers ex2-a in each of them.
 _CONNECT = """
 import glob, json, time
 from jupyter_client import BlockingKernelClient
 done, deadline = set(), time.monotonic() + 6
 while time.monotonic() < deadline:
-    for path in glob.glob("/tmp/roofline-grade-*/*/rw/home/runtime/kernel-*.json") + glob.glob(
-            "/tmp/roofline-grade-*/*/home/runtime/kernel-*.json"):
-        if path in done:
+    for path in glob.glob("/tmp/roofline-grade-*/**/*.json", recursive=True):
+        if path in done or "shell_port" not in open(path).read():
             continue
         try:
             kc = BlockingKernelClient(connection_file=path)
             kc.load_connection_file()
             kc.start_channels()
-            kc.execute_interactive("ridge_p = 1200e12 / 6e12", timeout=2)
+            kc.execute("ridge_p = 1200e12 / 6e12")
+            time.sleep(0.5)
             kc.stop_channels()
             done.add(path)
         except Exception:
@@ -155,6 +156,8 @@ def _the_class(root: Path) -> None:
     os.mkdir(os.fsencode(sub) + b"/j_bad\xff")
     _build(Path(os.fsdecode(os.fsencode(sub) + b"/j_bad\xff")) / EX2, solution)
     _build(sub / "=HYPERLINK(1)" / EX2, solution)
+    (sub / "k_garbage").mkdir()
+    (sub / "k_garbage" / "ex2_ridge_points.ipynb").write_text("SECRET-LINE-42 {\n")
     _build(sub / "z_victim" / EX2, solution)
 
 
@@ -205,8 +208,8 @@ def test_the_attacked_class_is_graded_in_the_sandbox_and_both_reports_land(attac
     assert attacked["returncode"] == 1 and "Traceback" not in attacked["stderr"], attacked["stderr"]
     assert attacked["report"]["isolation"].startswith("sandboxed")
     rows = list(csv.reader(attacked["csv"].splitlines()))
-    assert len(rows) == 1 + 12  # the header, then all twelve students: none stopped the others
-    assert len(attacked["report"]["students"]) == 12
+    assert len(rows) == 1 + 13  # the header, then all thirteen students: none stopped the others
+    assert len(attacked["report"]["students"]) == 13
 
 
 @needs_sandbox
@@ -251,6 +254,13 @@ def test_links_are_refused_with_a_message_and_nothing_read_through_them(attacked
 
 
 @needs_sandbox
+def test_an_unreadable_notebook_is_reported_without_its_text(attacked):
+    s = _student(attacked, "k_garbage")
+    assert s["marks"] == 0 and s["notebooks"][0]["problem"] == "cannot read the notebook (NotJSONError)"
+    assert "SECRET-LINE-42" not in json.dumps(attacked["report"])
+
+
+@needs_sandbox
 def test_odd_names_land_escaped_and_formulas_as_text(attacked):
     rows = {row[0]: row for row in csv.reader(attacked["csv"].splitlines())}
     assert rows["j_bad\\xff"][-2:] == ["8", "8"]  # the byte 0xff as an escape, the marks intact
@@ -270,6 +280,18 @@ def test_a_cell_a_spreadsheet_would_run_is_prefixed():
     ]
 
 
+def test_each_mode_starts_the_sandbox_as_the_right_user(tmp_path):
+    root = sandbox.command(["python"], tmp_path, tmp_path, uid=61001, mode="root")
+    assert "--unshare-user" not in root and "--reuid=61001" in root and root[-1] == "python"
+    assert sandbox.start_as(61001, "root") == {}  # bwrap as root; setpriv switches to 61001 inside
+    user = sandbox.command(["python"], tmp_path, tmp_path, uid=61001, mode="user")
+    assert "--unshare-user" in user and not any("setpriv" in a for a in user)
+    assert sandbox.start_as(61001, "user") == {"user": 61001, "group": 61001, "extra_groups": []}
+    assert "--unshare-net" in user and "--die-with-parent" in user and "--unshare-pid" in user
+    with pytest.raises(ValueError, match="uid must be a user id"):
+        sandbox.command(["python"], tmp_path, tmp_path, uid=None, mode="root")
+
+
 def test_a_snapshot_refuses_links_and_special_files(tmp_path):
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / EX2).write_text("x")
@@ -287,7 +309,7 @@ def test_a_snapshot_refuses_links_and_special_files(tmp_path):
 def test_the_sandbox_runs_as_its_own_user_and_sees_none_of_the_grader(tmp_path):
     (tmp_path / "rw" / "work").mkdir(parents=True)
     (tmp_path / "lib").mkdir()
-    uid = 61999 if os.geteuid() == 0 else None
+    uid = 61999 if sandbox.mode() in ("root", "user") else None  # a root grader's sandboxes have users of their own
     if uid is not None:
         os.chown(tmp_path / "rw", uid, uid)
         os.chown(tmp_path / "rw" / "work", uid, uid)
@@ -305,7 +327,9 @@ def test_the_sandbox_runs_as_its_own_user_and_sees_none_of_the_grader(tmp_path):
         "print(json.dumps(out))\n"
     )
     argv = sandbox.command([sys.executable, "-c", probe], tmp_path / "rw", tmp_path / "lib", uid=uid)
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={"PATH": os.defpath})
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, env={"PATH": os.defpath}, **sandbox.start_as(uid)
+    )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     if uid is not None:

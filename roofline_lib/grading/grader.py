@@ -398,13 +398,15 @@ def _run_worker(cells, scratch: Path, time_limit_s: float, sandboxed: bool):
     limits = sandbox.limits(int(time_limit_s) + 10) if sandboxed else {}
     job = json.dumps({"cells": cells, "kernel_env": kernel_env, "secret": secret, "limits": limits})
     argv = [sys.executable, f"{lib_seen}/{_WORKER_SCRIPT}"]
+    start_as = {}
     if sandboxed:
-        uid = _KERNEL_UID_BASE + next(_job_numbers) % 4000 if sandbox._root_grader() else None
+        uid = _KERNEL_UID_BASE + next(_job_numbers) % 4000 if sandbox.mode() in ("root", "user") else None
         if uid is not None:
             _own_scratch(rw, uid)
             os.chmod(scratch, 0o755)
         hidden = [str(Path(__file__).resolve().parents[1])]
         argv = sandbox.command(argv, rw, lib, uid=uid, hidden=hidden)
+        start_as = sandbox.start_as(uid)
     with _SUPERVISOR.lock:
         if _SUPERVISOR.stopped.is_set():
             return {}, "interrupted", -1
@@ -416,6 +418,7 @@ def _run_worker(cells, scratch: Path, time_limit_s: float, sandboxed: bool):
             cwd=rw / "work",
             env=kernel_env,
             start_new_session=True,
+            **start_as,
         )
         _SUPERVISOR.running.add(proc)
     cell_events, begun, died_at, end = {}, -1, None, "finished"
@@ -616,6 +619,7 @@ def _grade_all(
     results: dict[tuple[int, str], NotebookResult] = {}
     with tempfile.TemporaryDirectory(prefix="roofline-grade-") as tmp:
         scratch_root = Path(tmp)
+        os.chmod(scratch_root, 0o711)  # a sandbox started as its own user passes through, lists nothing
 
         def one(job):
             s_index, nb, files, rng = job

@@ -32,7 +32,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["available", "command", "limits", "LIB", "SCRATCH", "why_unavailable"]
+__all__ = ["available", "command", "limits", "mode", "start_as", "why_unavailable", "LIB", "MODES", "SCRATCH"]
 
 LIB = "/grading/lib"  # the package copy and the worker script, read-only
 SCRATCH = "/grading/scratch"  # the one read-write folder: the submission (work/) and the kernel's home
@@ -80,17 +80,29 @@ def _dirs_above(path: str, made: set[str]) -> list[str]:
     return args
 
 
-def command(argv: list[str], scratch: Path, lib: Path, *, uid: int | None, hidden: list[str] = ()) -> list[str]:
+#: How a sandbox is started, chosen by :func:`mode`:
+#: ``root``  a root grader starts bwrap as root (it needs CAP_SYS_ADMIN); bwrap makes the mounts, keeps
+#:           only the two capabilities setpriv needs, and setpriv runs the worker as ``uid`` with none;
+#: ``user``  a root grader that cannot do that starts bwrap as ``uid`` itself, in a user namespace
+#:           (every read-only root must then be reachable by that user);
+#: ``self``  any other grader starts bwrap as itself, in a user namespace.
+MODES = ("root", "user", "self")
+
+
+def command(argv: list[str], scratch: Path, lib: Path, *, uid: int | None, mode: str = "", hidden=()) -> list[str]:
     """The command line that runs ``argv`` in a sandbox: ``scratch`` read-write, ``lib`` read-only.
 
-    ``hidden`` are host folders that must not be seen even where a read-only root holds them
-    (the real package, in an environment where it is installed rather than linked).
+    ``uid`` is the sandbox's own user (a root grader's); in mode ``user`` the command must also be
+    started as that user (:func:`start_as`). ``hidden`` are host folders that must not be seen
+    even where a read-only root holds them (the real package, where it is installed rather than
+    linked into the environment).
     """
+    mode = mode or globals()["mode"]()
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise FileNotFoundError("bwrap")
     args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-    if not _root_grader():
+    if mode != "root":
         args.append("--unshare-user")
     args += ["--die-with-parent", "--new-session", "--hostname", "grading"]
     made: set[str] = set()
@@ -100,68 +112,111 @@ def command(argv: list[str], scratch: Path, lib: Path, *, uid: int | None, hidde
             args += ["--symlink", os.readlink(host), host]
         elif os.path.isdir(host):
             args += ["--ro-bind", host, host]
-    for root in _read_only_roots():
+    roots = _read_only_roots()
+    for root in roots:
         args += _dirs_above(root, made) + ["--ro-bind", root, root]
     for name in _ETC:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     for path in hidden:
-        if any(path == r or path.startswith(r + "/") for r in _read_only_roots()) and os.path.isdir(path):
+        if any(path == r or path.startswith(r + "/") for r in roots) and os.path.isdir(path):
             args += ["--tmpfs", path]
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     args += _dirs_above(LIB, made) + ["--ro-bind", str(lib), LIB, "--bind", str(scratch), SCRATCH]
     args += ["--chdir", f"{SCRATCH}/work"]
-    if uid is not None and _root_grader():
+    if mode == "root":
+        if uid is None:
+            raise ValueError("uid must be a user id (a whole number) for a root grader's sandbox, got None")
         setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--"]
         args += [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
         args += ["--bounding-set=-all", "--no-new-privs", "--"]
     else:
-        args += ["--cap-drop", "ALL", "--"] if _root_grader() else ["--"]
+        args += ["--"]
     return args + list(argv)
 
 
-@functools.lru_cache(maxsize=1)
-def why_unavailable() -> str:
-    """Why no sandbox can start here ("" when one can), found by starting one that runs Python."""
-    if shutil.which("bwrap") is None:
-        return (
-            "bubblewrap (bwrap) is not installed; install Debian's bubblewrap package "
-            "(`apt-get install bubblewrap`, or `make install-sandbox`)"
-        )
-    if _root_grader() and shutil.which("setpriv") is None:
-        return "setpriv (util-linux) is not installed: a root grader needs it to run kernels as a user of their own"
+def start_as(uid: int | None, mode: str = "") -> dict:
+    """Keywords for ``subprocess.Popen`` that start bwrap as the right user (mode ``user`` only)."""
+    if (mode or globals()["mode"]()) == "user" and uid is not None:
+        return {"user": uid, "group": uid, "extra_groups": []}
+    return {}
+
+
+def _probe(mode: str) -> str:
+    """Start a sandbox in ``mode`` that runs Python; "" when it ran as its own user, else why not."""
     import tempfile
 
+    uid = 60999 if mode in ("root", "user") else None
     with tempfile.TemporaryDirectory(prefix="roofline-sandbox-probe-") as tmp:
         scratch, lib = Path(tmp) / "scratch", Path(tmp) / "lib"
         (scratch / "work").mkdir(parents=True)
         lib.mkdir()
-        uid = 60999 if _root_grader() else None
         if uid is not None:
-            os.chown(scratch, uid, uid)
-            os.chown(scratch / "work", uid, uid)
+            for path in (scratch, scratch / "work"):
+                os.chown(path, uid, uid)
             os.chmod(tmp, 0o755)
         argv = [sys.executable, "-c", "import os; print(os.getuid())"]
         try:
             done = subprocess.run(
-                command(argv, scratch, lib, uid=uid),
+                command(argv, scratch, lib, uid=uid, mode=mode),
                 capture_output=True,
                 text=True,
                 timeout=60,
                 env={"PATH": os.defpath, "LANG": "C.UTF-8"},
+                **start_as(uid, mode),
             )
-        except (OSError, subprocess.TimeoutExpired) as err:
+        except (OSError, subprocess.SubprocessError) as err:
             return f"bwrap could not be started ({type(err).__name__})"
     if done.returncode != 0:
-        reason = (done.stderr.strip().splitlines() or ["no message"])[-1][:200]
-        return (
-            f"bwrap could not create a sandbox here ({reason}); it needs user namespaces "
-            "(sysctl kernel.unprivileged_userns_clone=1) or a root grader with CAP_SYS_ADMIN"
-        )
+        return (done.stderr.strip().splitlines() or ["no message"])[-1][:200]
     if uid is not None and done.stdout.strip() != str(uid):
-        return f"the sandbox's kernel ran as uid {done.stdout.strip()!r}, not as its own user {uid}"
+        return f"the sandbox ran as uid {done.stdout.strip()!r}, not as its own user {uid}"
     return ""
 
 
+@functools.lru_cache(maxsize=1)
+def _choice() -> tuple[str, str]:
+    """(mode, "") for the first mode that works here, or ("", why none does)."""
+    if shutil.which("bwrap") is None:
+        return "", (
+            "bubblewrap (bwrap) is not installed; install Debian's bubblewrap package "
+            "(`apt-get install bubblewrap`, or `make install-sandbox`)"
+        )
+    if not _root_grader():
+        why = _probe("self")
+        return (
+            ("self", "")
+            if not why
+            else (
+                "",
+                f"bwrap could not create a sandbox here ({why}); it needs user "
+                "namespaces (sysctl kernel.unprivileged_userns_clone=1)",
+            )
+        )
+    if shutil.which("setpriv") is None:
+        return "", "setpriv (util-linux) is not installed: a root grader needs it to run kernels as a user of their own"
+    as_root = _probe("root")
+    if not as_root:
+        return "root", ""
+    as_user = _probe("user")
+    if not as_user:
+        return "user", ""
+    return "", (
+        f"bwrap could not create a sandbox here: as root ({as_root}), and as a user of its own ({as_user}). "
+        "A root grader needs CAP_SYS_ADMIN, or user namespaces with the interpreter and the environment "
+        "outside any private (mode 0700) folder"
+    )
+
+
+def mode() -> str:
+    """How sandboxes start here (one of :data:`MODES`), or "" where none can."""
+    return _choice()[0]
+
+
+def why_unavailable() -> str:
+    """Why no sandbox can start here ("" when one can), found by starting one that runs Python."""
+    return _choice()[1]
+
+
 def available() -> bool:
-    return not why_unavailable()
+    return bool(mode())
