@@ -983,8 +983,20 @@ def _communication_lines(rows, placed, shares, trace: Trace, link) -> list[str]:
     from .interconnect import as_link
 
     spec = as_link(link)
+
+    def modelled(c) -> bool:  # a collective chapter 8 prices (no broadcast, say)
+        try:
+            comms.bus_bandwidth_factor(c[1], c[4])
+        except ValueError:
+            return False
+        return True
+
+    known = [c for c in known if modelled(c)]
     if not known:
-        return [line + f"; no collective records its message size and group, so none is set against {spec.name}"]
+        return [
+            line + f"; no collective chapter 8 prices records its message size and group, so none is set "
+            f"against {spec.name}"
+        ]
     moved = sum(c[2] for c in known)
     seconds = sum(c[3] for c in known)
     bus = sum(comms.bus_bandwidth(c[1], c[2], c[3], c[4]) * c[3] for c in known) / seconds

@@ -335,3 +335,56 @@ def test_an_empty_profile_gets_a_message_not_a_verdict():
     pytest.importorskip("torch")
     with pytest.raises(ValueError, match="recorded no op and no kernel, so there is nothing to diagnose"):
         D.diagnose(D.profile_run(lambda: None, device="cpu", warmup=0), roof=rl.Roof(1e9, 1e9, "toy"))
+
+
+def _cpu_ceilings(precision="fp32"):
+    from roofline_lib.measure import MeasuredCeilings
+
+    # 100 GFLOP/s over 10 GB/s: ridge 10 FLOP/B
+    return MeasuredCeilings(10e9, 100e9, "toy CPU", precision, 2, "2026-01-01T00:00:00Z", "2.13.0")
+
+
+def test_bf16_work_on_a_cpu_is_said_to_be_judged_against_the_fp32_roof_measured_here():
+    # a bf16 GEMM at 1000 FLOP/B: compute-bound on any roof; the verdict names the precisions and
+    # says the roof was measured in fp32, and its remedy does not advise bf16 on a CPU
+    rows = [D.OpStat("aten::mm", 1, 1e-3, 1e9, 1e6, "matmul", "bf16")]
+    d = D.diagnose(rows, roof=_cpu_ceilings(), wall_seconds=1e-3)
+    assert d.precisions == {"bf16": 1.0}
+    text = "\n".join(d.evidence)
+    assert "bf16 work is placed against this machine's fp32 roof" in text
+    # hand-made rows are on the "rows" timeline: the CPU remedy applies to CPU profiles
+    cpu = D.Trace(tuple(rows), "cpu", 1e-3, 1e-3)
+    assert D.diagnose(cpu, roof=_cpu_ceilings()).remedy == D.REMEDIES["compute-cpu"]
+    assert "bf16 without them is slower" in D.REMEDIES["compute-cpu"]
+    assert "tensor cores" not in D.REMEDIES["compute-cpu"]
+
+
+def test_an_op_without_a_formula_is_unclassified_naming_the_op():
+    b = _Builder()
+    b.op("aten::_fused_moe", [[64, 64]], ["float"], ts=0.0, dur=5.0, kernel="moe_kernel", k_ts=10.0, k_dur=10.0)
+    d = D.diagnose(b.trace())
+    assert d.evidence[-1].endswith("no formula for aten::_fused_moe")
+
+
+def test_a_launch_takes_the_innermost_counted_op_around_it_by_time():
+    # aten::linear (0..50) encloses aten::t (2..4) and aten::addmm (10..40); the launch at 11 is
+    # inside addmm; the kernel takes addmm's count, never linear's or t's
+    b = _Builder()
+    b.op("aten::addmm", [[256], [256, 1024], [1024, 256]], ["float"] * 3, ts=10.0, dur=30.0, kernel="ampere_sgemm",
+         k_ts=50.0, k_dur=10.0)  # fmt: skip
+    b.events += [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 0.0, "dur": 50.0, "args": {}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::t", "pid": 1, "tid": 1, "ts": 2.0, "dur": 2.0,
+         "args": {"Input Dims": [[1024, 256]], "Input type": ["float"]}},
+    ]  # fmt: skip
+    trace = D.read_trace(b.trace())
+    assert [(r.name, r.family) for r in trace.rows] == [("aten::addmm", "matmul")]
+    # 2 * 256 * 1024 * 256 FLOP of the product plus 256 * 256 adds of the bias
+    assert trace.rows[0].flops == 134_217_728 + 65_536
+
+
+def test_a_link_name_refused_says_what_to_pass():
+    b = _Builder()
+    b.op("record_param_comms", [], [], ts=0.0, dur=5.0, kernel="ncclKernel_AllReduce", k_ts=10.0, k_dur=10.0)
+    with pytest.raises(ValueError, match="NVLink"):
+        D.diagnose(b.trace(), link="carrier pigeon")
