@@ -485,6 +485,9 @@ class TinyDecoder(nn.Module):
             learned_positions=None,
             n_experts=1,
             sliding_window=None,
+            qk_norm=False,
+            embedding_norm=False,
+            mla=None,
         )
         unsupported = [k for k, v in plain.items() if getattr(cfg, k) != v]
         if unsupported or cfg.d_model % cfg.n_heads:

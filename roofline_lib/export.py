@@ -92,7 +92,9 @@ def _model_record(key: str) -> dict[str, Any]:
     matmul FLOPs of one token, without a KV cache.
     """
     cfg = model_config(key)
-    per_expert = cfg.n_layers * sum(m.params_each for m in cfg.weight_matrices() if m.name.startswith("expert_"))
+    per_expert = sum(  # one expert of every expert layer
+        layers * sum(m.params_each for m in mats if m.name.startswith("expert_")) for layers, mats in cfg.layer_blocks()
+    )
     gather = cfg.d_model * (2 if cfg.learned_positions else 1)  # a token row (and a position row)
     read_at_one = decode_step_bytes_of(cfg, 1, bytes_per_param=1).weights  # in parameters
     fixed = read_at_one - gather - (cfg.experts_per_token * per_expert if cfg.is_moe else 0)

@@ -569,8 +569,10 @@ def decode_step_bytes_of(cfg, batch=1, context_len=None, bytes_per_param=2, kv_b
       every row);
     * the embedding *gather*: one row of ``d_model`` per sequence (and one row of the learned
       position table, where there is one), not the whole table;
-    * the KV cache: ``batch * keys * 2 * n_layers * n_kv_heads * head_dim * kv_bytes_per_elem``,
-      with ``keys = min(context_len, sliding_window)``; none when ``context_len`` is None.
+    * the KV cache, :meth:`~roofline_lib.transformer.TransformerConfig.kv_cache_bytes`:
+      ``batch * keys * 2 * n_layers * n_kv_heads * head_dim * kv_bytes_per_elem``, with
+      ``keys = min(context_len, sliding_window)`` in a windowed layer (multi-head latent
+      attention caches its latent instead); none when ``context_len`` is None.
 
     ``bytes_per_param`` is the weight width; ``kv_bytes_per_elem`` the cache's (default: the same).
     Activations and the new token's K and V written back are small and not counted.
@@ -584,27 +586,23 @@ def decode_step_bytes_of(cfg, batch=1, context_len=None, bytes_per_param=2, kv_b
     touched = 1.0
     if cfg.is_moe:
         touched = expected_experts_touched(cfg.n_experts, cfg.experts_per_token, batch)
-    for m in cfg.weight_matrices():
-        if m.term == "qkvo":
-            attention += m.params * b
-        elif m.copies > 1 and m.name.startswith("expert_"):
-            ffn += touched * m.params_each * b  # only the experts this batch is routed to
-        else:
-            ffn += m.params * b
-    L, d = cfg.n_layers, cfg.d_model
+    for layers, mats in cfg.layer_blocks():
+        for m in mats:
+            if m.term == "qkvo":
+                attention += layers * m.params * b
+            elif m.copies > 1 and m.name.startswith("expert_"):
+                ffn += layers * touched * m.params_each * b  # only the experts this batch is routed to
+            else:
+                ffn += layers * m.params * b
+    d = cfg.d_model
     parts = cfg.params_breakdown()
-    attention *= L
-    ffn *= L
     norms = parts["norms"] * b
     rows = batch * (2 if cfg.learned_positions else 1)  # a token row, and a position row
     gather = rows * d * b
     unembedding = cfg.vocab * d * b
     kv = 0.0
-    if context_len is not None:
-        keys = _positive_int(context_len, "context_len", "tokens")
-        if cfg.sliding_window is not None:
-            keys = min(keys, cfg.sliding_window)  # a rolling buffer holds only the window
-        kv = batch * keys * kv_cache_bytes_per_token(L, cfg.n_kv_heads, cfg.head_dim, kv_b)
+    if context_len is not None:  # a windowed layer's rolling buffer holds only the window
+        kv = cfg.kv_cache_bytes(context_len, kv_b, batch)
     weights = attention + ffn + norms + gather + unembedding
     return DecodeStepBytes(
         batch=batch,

@@ -295,11 +295,13 @@ def attention_score_entries(seq_q, seq_k, causal=False, alignment="top-left") ->
     return sk * (sk + 1) // 2 + (sq - sk) * sk  # a triangle, then full rows of sk keys
 
 
-def attention_flops(batch, heads, seq_q, seq_k, head_dim, causal=False) -> int:
+def attention_flops(batch, heads, seq_q, seq_k, head_dim, causal=False, *, v_head_dim=None) -> int:
     """FLOPs of the two attention matmuls, ``S = Q K^T`` and ``O = P V``.
 
     Each kept score entry costs ``2 * head_dim`` for its dot product in ``Q K^T`` and
     ``2 * head_dim`` for its share of ``P V``: ``4 * head_dim`` per entry, per head.
+    ``v_head_dim`` is the value head size where it differs from the query/key one (multi-head
+    latent attention: keys of 192, values of 128); the ``P V`` share is then ``2 * v_head_dim``.
     Softmax work is not included (see :func:`softmax_flops`). With ``causal=True``
     only the kept entries are counted (:func:`attention_score_entries`), which is
     what a kernel that skips fully masked blocks computes, up to its diagonal tiles;
@@ -309,8 +311,9 @@ def attention_flops(batch, heads, seq_q, seq_k, head_dim, causal=False) -> int:
     b = _positive_int(batch, "batch", "sequences")
     h = _positive_int(heads, "heads", "attention heads")
     dh = _positive_int(head_dim, "head_dim", "elements per head")
+    dv = dh if v_head_dim is None else _positive_int(v_head_dim, "v_head_dim", "elements per head")
     entries = attention_score_entries(seq_q, seq_k, causal)
-    return b * h * entries * 2 * FLOP_PER_MAC * dh  # dh MACs for QK^T + dh MACs for PV
+    return b * h * entries * FLOP_PER_MAC * (dh + dv)  # dh MACs for QK^T + dv MACs for PV
 
 
 def _kv_heads(kv_heads, heads: int) -> int:

@@ -57,7 +57,9 @@ def _flops_per_token(n_params, convention, n_layers, d_model, seq_len, attention
     """Training FLOP per token under ``convention``; the formula lives in the transformer layer.
 
     ``n_params`` may be a :class:`~roofline_lib.transformer.TransformerConfig`: its active
-    parameters and its shape are then used, and the shape arguments must be left out.
+    parameters and its shape are then used, and the shape arguments must be left out, except
+    ``seq_len``, the training length, which a convention with a score term needs when the
+    config has none (it is never taken from the context window).
     """
     if isinstance(n_params, TransformerConfig):
         given = [
@@ -65,14 +67,13 @@ def _flops_per_token(n_params, convention, n_layers, d_model, seq_len, attention
             for k, v in (
                 ("n_layers", n_layers),
                 ("d_model", d_model),
-                ("seq_len", seq_len),
                 ("attention_dim", attention_dim),
             )
             if v is not None
         ]
         if given:
             raise ValueError(f"pass either a TransformerConfig or {', '.join(given)}, not both")
-        return n_params.training_flops_per_token(convention)
+        return n_params.training_flops_per_token(convention, seq_len=seq_len)
     return training_flops_per_token(n_params, n_layers, d_model, seq_len, convention, attention_dim=attention_dim)
 
 

@@ -41,6 +41,7 @@ from .ops import attention_flops, gemm_flops
 __all__ = [
     "TransformerFlops",
     "WeightMatrix",
+    "MLA",
     "transformer_flops_per_token",
     "TRAINING_CONVENTIONS",
     "training_convention",
@@ -56,6 +57,13 @@ __all__ = [
     "model_config",
     "published_params",
 ]
+
+
+def _whole(value, name: str, unit: str) -> int:
+    """A count that may be 0: experts, layers, features."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a whole number of {unit}, 0 or more, got {value!r}")
+    return value
 
 
 def _flag(value, name: str) -> bool:
@@ -135,6 +143,49 @@ class WeightMatrix:
         return self.active * gemm_flops(1, self.d_out, self.d_in)
 
 
+@dataclass(frozen=True)
+class MLA:
+    """Multi-head latent attention (DeepSeek-V2 and V3): keys and values rebuilt from one small latent.
+
+    Per layer, with ``H`` query heads (``qk = qk_nope_head_dim + qk_rope_head_dim``):
+
+    * queries: ``d x q_lora_rank``, an RMSNorm of ``q_lora_rank`` and ``q_lora_rank x H qk``
+      (``d x H qk`` directly when ``q_lora_rank`` is None);
+    * keys and values: ``d x (kv_lora_rank + qk_rope_head_dim)`` (the latent, and one rotary key
+      shared by every head), an RMSNorm of ``kv_lora_rank``, and
+      ``kv_lora_rank x H (qk_nope_head_dim + v_head_dim)`` (each head's non-rotary key and its value);
+    * output: ``H v_head_dim x d``.
+
+    The KV cache holds ``kv_lora_rank + qk_rope_head_dim`` elements per token and layer, not
+    ``2 G h``. Scores cost ``2 qk`` (``Q K^T``) plus ``2 v_head_dim`` (``P V``) per key and head,
+    counted as transformers' implementation runs them (keys and values decompressed per token).
+    """
+
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int | None = None
+
+    def __post_init__(self):
+        _positive_int(self.kv_lora_rank, "kv_lora_rank", "latent features")
+        _positive_int(self.qk_nope_head_dim, "qk_nope_head_dim", "features per head")
+        _whole(self.qk_rope_head_dim, "qk_rope_head_dim", "features")
+        _positive_int(self.v_head_dim, "v_head_dim", "features per head")
+        if self.q_lora_rank is not None:
+            _positive_int(self.q_lora_rank, "q_lora_rank", "latent features")
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Size of one query or key head: the non-rotary part plus the rotary part."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    @property
+    def cache_width(self) -> int:
+        """Elements one token adds to one layer's KV cache: the latent and the rotary key."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+
 _NORMS = ("rmsnorm", "layernorm")
 
 
@@ -142,9 +193,12 @@ _NORMS = ("rmsnorm", "layernorm")
 class TransformerConfig:
     """Sizes of a pre-norm decoder-only transformer.
 
-    Required: ``d_model``, ``d_ff``, ``n_layers``, ``n_heads``, ``vocab`` and ``seq_len`` (the
-    training context). The defaults describe a Llama-style model: gated FFN (SwiGLU), RMSNorm,
-    no biases, rotary positions (no position table), untied embeddings, multi-head attention.
+    Required: ``d_model``, ``d_ff``, ``n_layers``, ``n_heads`` and ``vocab``. ``seq_len`` is the
+    training length (the sequences the model was trained on, not its context window); it has no
+    default, because it changes every count of the attention scores: a count that needs it and
+    finds ``None`` asks for it. The defaults describe a Llama-style model: gated FFN (SwiGLU),
+    RMSNorm, no biases, rotary positions (no position table), untied embeddings, multi-head
+    attention.
 
     * ``n_kv_heads``: key/value heads (``None``: as many as query heads). Must divide ``n_heads``.
     * ``head_dim``: size of one head (``None``: ``d_model // n_heads``, which must then divide).
@@ -159,8 +213,18 @@ class TransformerConfig:
     * ``n_experts`` > 1 makes every FFN a mixture of experts: ``experts_per_token`` routed
       experts of width ``expert_d_ff`` (default ``d_ff``) per token, a ``d x n_experts`` router,
       and ``n_shared_experts`` experts every token uses.
-    * ``sliding_window``: each query sees at most this many keys (Mistral 7B: 4096).
-    * ``name``: a label; it takes no part in comparisons.
+    * ``sliding_window``: each query sees at most this many keys (Mistral 7B: 4096), in
+      ``window_layers`` of the layers (``None``: all of them; Gemma 2 alternates, 13 of 26), the
+      others attending to the whole context. A windowed layer's KV cache holds the window only.
+    * ``qk_norm``: an RMSNorm over the whole Q and over the whole K projection output (OLMo 2).
+    * ``embedding_norm``: a norm right after the embedding lookup (BLOOM).
+    * ``shared_expert_d_ff``: the width of each shared expert (default ``expert_d_ff``);
+      ``shared_expert_gate``: a ``d x 1`` sigmoid gate scales the shared experts' output (Qwen-MoE).
+    * ``n_dense_layers``: in a mixture of experts, the first layers have a dense FFN of width
+      ``d_ff`` instead (DeepSeek's ``first_k_dense_replace``); the rest use experts.
+    * ``mla``: multi-head latent attention (:class:`MLA`) in place of Q, K, V and O.
+    * ``name``: a label, and ``context_window``: the longest context the model accepts
+      (``max_position_embeddings``); neither takes part in comparisons or counts.
     """
 
     d_model: int
@@ -168,7 +232,7 @@ class TransformerConfig:
     n_layers: int
     n_heads: int
     vocab: int
-    seq_len: int
+    seq_len: int | None = None
     gated: bool = True
     tied_embeddings: bool = False
     n_kv_heads: int | None = None
@@ -183,7 +247,15 @@ class TransformerConfig:
     n_shared_experts: int = 0
     expert_d_ff: int | None = None
     sliding_window: int | None = None
+    window_layers: int | None = None
+    qk_norm: bool = False
+    embedding_norm: bool = False
+    shared_expert_d_ff: int | None = None
+    shared_expert_gate: bool = False
+    n_dense_layers: int = 0
+    mla: MLA | None = None
     name: str = field(default="", compare=False)
+    context_window: int | None = field(default=None, compare=False)
 
     def __post_init__(self):
         _positive_int(self.d_model, "d_model", "features")
@@ -191,9 +263,24 @@ class TransformerConfig:
         _positive_int(self.n_layers, "n_layers", "layers")
         heads = _positive_int(self.n_heads, "n_heads", "attention heads")
         _positive_int(self.vocab, "vocab", "tokens in the vocabulary")
-        _positive_int(self.seq_len, "seq_len", "tokens")
-        for flag in ("gated", "tied_embeddings", "bias", "qkv_bias"):
+        if self.seq_len is not None:
+            _positive_int(self.seq_len, "seq_len", "tokens")
+        if self.context_window is not None:
+            _positive_int(self.context_window, "context_window", "tokens")
+        for flag in ("gated", "tied_embeddings", "bias", "qkv_bias", "qk_norm", "embedding_norm", "shared_expert_gate"):
             _flag(getattr(self, flag), flag)
+        if self.mla is not None:
+            if not isinstance(self.mla, MLA):
+                raise TypeError(f"mla must be an MLA(...) or None, got {type(self.mla).__name__} {self.mla!r}")
+            if self.head_dim is None:
+                object.__setattr__(self, "head_dim", self.mla.qk_head_dim)
+            if self.n_kv_heads not in (None, heads):
+                raise ValueError(
+                    f"n_kv_heads must equal n_heads ({heads}) with multi-head latent attention (every head "
+                    f"rebuilds its own key and value from the latent), got {self.n_kv_heads!r}"
+                )
+            if self.qk_norm or self.qkv_bias or self.bias:
+                raise ValueError("qk_norm, qkv_bias and bias are not mapped for multi-head latent attention")
         if self.head_dim is None:
             if self.d_model % heads:
                 raise ValueError(
@@ -220,20 +307,33 @@ class TransformerConfig:
             raise ValueError(
                 f"experts_per_token must be at most n_experts ({experts} experts), got {self.experts_per_token!r}"
             )
-        if (
-            isinstance(self.n_shared_experts, bool)
-            or not isinstance(self.n_shared_experts, int)
-            or self.n_shared_experts < 0
-        ):
-            raise ValueError(
-                f"n_shared_experts must be a whole number of experts, 0 or more, got {self.n_shared_experts!r}"
-            )
+        _whole(self.n_shared_experts, "n_shared_experts", "experts")
         if self.expert_d_ff is None:
             object.__setattr__(self, "expert_d_ff", self.d_ff)
         else:
             _positive_int(self.expert_d_ff, "expert_d_ff", "features")
         if self.sliding_window is not None:
             _positive_int(self.sliding_window, "sliding_window", "tokens")
+        if self.window_layers is not None:
+            if self.sliding_window is None:
+                raise ValueError(f"window_layers needs a sliding_window, got window_layers={self.window_layers!r}")
+            if _whole(self.window_layers, "window_layers", "layers") > self.n_layers:
+                raise ValueError(
+                    f"window_layers must be from 0 to n_layers ({self.n_layers} layers), got {self.window_layers!r}"
+                )
+        if self.shared_expert_d_ff is None:
+            object.__setattr__(self, "shared_expert_d_ff", self.expert_d_ff)
+        else:
+            _positive_int(self.shared_expert_d_ff, "shared_expert_d_ff", "features")
+        if self.shared_expert_gate and not self.n_shared_experts:
+            raise ValueError("shared_expert_gate=True needs a shared expert (n_shared_experts >= 1)")
+        if _whole(self.n_dense_layers, "n_dense_layers", "layers") and not (
+            experts > 1 and 0 < self.n_dense_layers < self.n_layers
+        ):
+            raise ValueError(
+                f"n_dense_layers must be from 0 to n_layers - 1 ({self.n_layers - 1}) in a mixture of experts "
+                f"(n_experts > 1), got {self.n_dense_layers!r} with n_experts={experts}"
+            )
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, got {type(self.name).__name__} {self.name!r}")
 
@@ -254,59 +354,117 @@ class TransformerConfig:
         """Key/value heads x head size: the width of K and of V (and of a KV-cache row)."""
         return self.n_kv_heads * self.head_dim
 
-    def weight_matrices(self) -> tuple[WeightMatrix, ...]:
-        """The weight matrices of one block, each with its copies, active copies and bias."""
+    @property
+    def score_dim(self) -> float:
+        """The ``a`` of the score FLOPs, ``4 a`` per key: heads x head size, or with multi-head
+        latent attention heads x the mean of the query/key and value head sizes."""
+        if self.mla is None:
+            return self.attention_dim
+        width = self.n_heads * (self.mla.qk_head_dim + self.mla.v_head_dim) / 2
+        return int(width) if width.is_integer() else width
+
+    def _attention_matrices(self) -> list[WeightMatrix]:
         d, b = self.d_model, self.bias
+        if self.mla is not None:
+            m, heads = self.mla, self.n_heads
+            q = (
+                [WeightMatrix("q", d, heads * m.qk_head_dim)]
+                if m.q_lora_rank is None
+                else [WeightMatrix("q_a", d, m.q_lora_rank), WeightMatrix("q_b", m.q_lora_rank, heads * m.qk_head_dim)]
+            )
+            return q + [
+                WeightMatrix("kv_a", d, m.cache_width),  # the latent and the shared rotary key
+                WeightMatrix("kv_b", m.kv_lora_rank, heads * (m.qk_nope_head_dim + m.v_head_dim)),
+                WeightMatrix("o", heads * m.v_head_dim, d),
+            ]
         qkv_b = self.bias or self.qkv_bias
-        mats = [
+        return [
             WeightMatrix("q", d, self.attention_dim, bias=qkv_b),
             WeightMatrix("k", d, self.kv_dim, bias=qkv_b),
             WeightMatrix("v", d, self.kv_dim, bias=qkv_b),
             WeightMatrix("o", self.attention_dim, d, bias=b),
         ]
+
+    def _ffn_matrices(self, experts: bool) -> list[WeightMatrix]:
+        d, b = self.d_model, self.bias
+
+        def shapes(width):
+            return ([("gate", d, width)] if self.gated else []) + [("up", d, width), ("down", width, d)]
+
+        if not experts:
+            return [WeightMatrix("ffn_" + p, i, o, 1, 1, b, "ffn") for p, i, o in shapes(self.d_ff)]
         routed, active = self.n_experts, self.experts_per_token
-        ff = self.expert_d_ff if self.is_moe else self.d_ff
-        ffn_shapes = ([("gate", d, ff)] if self.gated else []) + [("up", d, ff), ("down", ff, d)]
-        prefix = "expert_" if self.is_moe else "ffn_"
-        for part, d_in, d_out in ffn_shapes:
-            mats.append(WeightMatrix(prefix + part, d_in, d_out, routed, active, b, "ffn"))
-        if self.n_shared_experts:
-            for part, d_in, d_out in ffn_shapes:
-                n = self.n_shared_experts
-                mats.append(WeightMatrix("shared_" + part, d_in, d_out, n, n, b, "ffn"))
-        if self.is_moe:
-            mats.append(WeightMatrix("router", d, self.n_experts, term="ffn"))
-        return tuple(mats)
+        mats = [WeightMatrix("expert_" + p, i, o, routed, active, b, "ffn") for p, i, o in shapes(self.expert_d_ff)]
+        n = self.n_shared_experts
+        if n:
+            mats += [WeightMatrix("shared_" + p, i, o, n, n, b, "ffn") for p, i, o in shapes(self.shared_expert_d_ff)]
+        mats.append(WeightMatrix("router", d, self.n_experts, term="ffn"))
+        if self.shared_expert_gate:
+            mats.append(WeightMatrix("shared_gate", d, 1, term="ffn"))  # one sigmoid gate per token
+        return mats
+
+    def layer_blocks(self) -> tuple[tuple[int, tuple[WeightMatrix, ...]], ...]:
+        """``(layers, matrices)`` for each kind of block, in order: one kind, or for a mixture of
+        experts with ``n_dense_layers``, the dense blocks first and then the expert blocks."""
+        attention = self._attention_matrices()
+        if not self.is_moe:
+            return ((self.n_layers, tuple(attention + self._ffn_matrices(False))),)
+        blocks = []
+        if self.n_dense_layers:
+            blocks.append((self.n_dense_layers, tuple(attention + self._ffn_matrices(False))))
+        blocks.append((self.n_layers - self.n_dense_layers, tuple(attention + self._ffn_matrices(True))))
+        return tuple(blocks)
+
+    def weight_matrices(self) -> tuple[WeightMatrix, ...]:
+        """The weight matrices of one block, each with its copies, active copies and bias.
+
+        For a mixture of experts whose first ``n_dense_layers`` are dense, these are an expert
+        block's; :meth:`layer_blocks` lists both kinds with their layer counts.
+        """
+        return self.layer_blocks()[-1][1]
 
     @property
     def kappa(self) -> float:
         """Weight-matrix parameters per layer in units of ``d_model**2`` (norms and biases aside)."""
         return self.params_per_layer() / (self.d_model * self.d_model)
 
-    def params_per_layer(self) -> int:
-        """Weights of one block's matrices, every expert included; norms and biases aside."""
-        return sum(m.copies * m.d_in * m.d_out for m in self.weight_matrices())
+    def params_per_layer(self) -> int | float:
+        """Weights of one block's matrices, every expert included; norms and biases aside.
+
+        With dense and expert blocks mixed, the mean over the layers.
+        """
+        total = sum(n * sum(m.copies * m.d_in * m.d_out for m in mats) for n, mats in self.layer_blocks())
+        return total // self.n_layers if total % self.n_layers == 0 else total / self.n_layers
 
     # --- parameters -----------------------------------------------------------------------
 
-    def _norm_params(self) -> int:
-        return (2 if self.norm == "layernorm" else 1) * self.d_model  # gain (+ bias)
+    def _norm_params(self, width=None) -> int:
+        return (2 if self.norm == "layernorm" else 1) * (self.d_model if width is None else width)  # gain (+ bias)
 
     def params_breakdown(self, active=False) -> dict[str, int]:
         """Parameters by where they sit: attention, ffn, norms, embedding, unembedding, positions.
 
         ``active=True`` counts only the experts one token uses (a dense model is unchanged).
         ``unembedding`` is 0 when the embedding is tied (the same matrix is counted once).
+        ``norms`` holds every norm: per block, the final one, and where the model has them the
+        embedding norm, the Q/K norms and multi-head latent attention's latent norms.
         """
         active = _flag(active, "active")
         per = {"attention": 0, "ffn": 0}
-        for m in self.weight_matrices():
-            per["attention" if m.term == "qkvo" else "ffn"] += m.active_params if active else m.params
+        for n, mats in self.layer_blocks():
+            for m in mats:
+                per["attention" if m.term == "qkvo" else "ffn"] += n * (m.active_params if active else m.params)
         d, L = self.d_model, self.n_layers
+        norms = (self.norms_per_layer * L + 1 + self.embedding_norm) * self._norm_params()  # per block + final
+        if self.qk_norm:
+            norms += L * (self._norm_params(self.attention_dim) + self._norm_params(self.kv_dim))
+        if self.mla is not None:
+            latents = self.mla.kv_lora_rank + (self.mla.q_lora_rank or 0)
+            norms += L * self._norm_params(latents)  # an RMSNorm on each latent
         return {
-            "attention": L * per["attention"],
-            "ffn": L * per["ffn"],
-            "norms": (self.norms_per_layer * L + 1) * self._norm_params(),  # per block + the final one
+            "attention": per["attention"],
+            "ffn": per["ffn"],
+            "norms": norms,
             "embedding": self.vocab * d,
             "unembedding": 0 if self.tied_embeddings else self.vocab * d,
             "positions": (self.learned_positions or 0) * d,
@@ -336,83 +494,148 @@ class TransformerConfig:
             n += parts["norms"]
         return n
 
+    # --- the KV cache ---------------------------------------------------------------------
+
+    @property
+    def kv_cache_width(self) -> int:
+        """Elements one token adds to one layer's KV cache: ``2 G h`` (a key and a value per KV
+        head), or with multi-head latent attention the latent and the rotary key."""
+        return self.mla.cache_width if self.mla is not None else 2 * self.kv_dim
+
+    def _window_groups(self) -> tuple[tuple[int, int | None], ...]:
+        """``(layers, window)`` pairs: the windowed layers, then the full-attention ones."""
+        w, L = self.sliding_window, self.n_layers
+        if w is None:
+            return ((L, None),)
+        windowed = L if self.window_layers is None else self.window_layers
+        return tuple((n, win) for n, win in ((windowed, w), (L - windowed, None)) if n)
+
+    def kv_cache_bytes(self, context_len, bytes_per_elem=2, batch=1) -> float:
+        """KV cache of ``batch`` sequences of ``context_len`` tokens, in bytes, every layer summed.
+
+        Per layer ``min(context_len, sliding_window)`` tokens in a windowed layer (a rolling
+        buffer keeps the window), ``context_len`` in the others, each :attr:`kv_cache_width`
+        elements of ``bytes_per_elem`` bytes.
+        """
+        tokens = _positive_int(context_len, "context_len", "tokens")
+        b = _positive(bytes_per_elem, "bytes_per_elem", "bytes per element")
+        sequences = _positive_int(batch, "batch", "sequences")
+        kept = sum(n * (tokens if w is None else min(tokens, w)) for n, w in self._window_groups())
+        return sequences * kept * self.kv_cache_width * b
+
     # --- FLOPs ----------------------------------------------------------------------------
 
-    def keys_seen(self, seq_len=None, causal=True) -> float:
-        """Keys one query attends to, on average over a sequence of ``seq_len`` tokens.
+    def _seq_len(self, seq_len, what: str) -> int:
+        """``seq_len`` if given, else the config's; never a silent default."""
+        if seq_len is not None:
+            return _positive_int(seq_len, "seq_len", "tokens")
+        if self.seq_len is None:
+            window = (
+                ""
+                if self.context_window is None
+                else f"; its context window of {self.context_window:,} tokens (max_position_embeddings) is not it"
+            )
+            raise ValueError(
+                f"{what} needs seq_len, the training length of {self.name or 'this model'} (the sequence "
+                f"length it was trained at{window}): pass seq_len=, or build the config with it, "
+                "e.g. TransformerConfig.from_hf_config(config, seq_len=8192)"
+            )
+        return self.seq_len
 
-        Full square: ``s`` (at most ``sliding_window``). Causal: ``s / 2``; with a window
-        ``W < s``, ``W - W**2 / (2 s)`` (the first ``W`` queries see a growing triangle, the
-        rest see ``W`` keys each).
-        """
-        s = self.seq_len if seq_len is None else _positive_int(seq_len, "seq_len", "tokens")
-        causal = _flag(causal, "causal")
-        w = self.sliding_window
+    @staticmethod
+    def _keys_seen(s: int, causal: bool, w: int | None) -> float:
         if not causal:
             return s if w is None else min(s, w)
         if w is None or w >= s:
             return s / 2
         return w - w * w / (2 * s)
 
+    def keys_seen(self, seq_len=None, causal=True) -> float:
+        """Keys one query attends to, on average over a sequence of ``seq_len`` tokens and the layers.
+
+        Full square: ``s`` (at most ``sliding_window``). Causal: ``s / 2``; with a window
+        ``W < s``, ``W - W**2 / (2 s)`` (the first ``W`` queries see a growing triangle, the
+        rest see ``W`` keys each). Where only ``window_layers`` are windowed, the mean over layers.
+        """
+        s = self._seq_len(seq_len, "keys_seen")
+        causal = _flag(causal, "causal")
+        groups = self._window_groups()
+        if len(groups) == 1:
+            return self._keys_seen(s, causal, groups[0][1])
+        return sum(n * self._keys_seen(s, causal, w) for n, w in groups) / self.n_layers
+
     def flops_per_token(self, causal=True, seq_len=None) -> TransformerFlops:
         """Forward FLOPs for one token, by component (see the module docstring).
 
         Per layer: each matrix's :func:`~roofline_lib.ops.gemm_flops` for one row (only the
         experts a token uses), and the scores, ``ops.attention_flops`` of one query over
-        :meth:`keys_seen` keys. Once: the unembedding, ``gemm_flops(1, V, d)``.
+        :meth:`keys_seen` keys (each windowed layer over its window). Once: the unembedding,
+        ``gemm_flops(1, V, d)``.
         """
-        s = self.seq_len if seq_len is None else _positive_int(seq_len, "seq_len", "tokens")
-        keys = self.keys_seen(s, causal)
-        per_key = attention_flops(1, self.n_heads, 1, 1, self.head_dim)  # 4 H h: QK^T and PV
-        scores = per_key * keys
+        s = self._seq_len(seq_len, "the attention-score count")
+        causal = _flag(causal, "causal")
+        if self.mla is None:
+            per_key = attention_flops(1, self.n_heads, 1, 1, self.head_dim)  # 4 H h: QK^T and PV
+        else:
+            per_key = attention_flops(1, self.n_heads, 1, 1, self.mla.qk_head_dim, v_head_dim=self.mla.v_head_dim)
+        scores = sum(n * per_key * self._keys_seen(s, causal, w) for n, w in self._window_groups())
         scores = int(scores) if float(scores).is_integer() else scores
-        qkvo = sum(m.flops_per_token() for m in self.weight_matrices() if m.term == "qkvo")
-        ffn = sum(m.flops_per_token() for m in self.weight_matrices() if m.term == "ffn")
+        qkvo = ffn = 0
+        for n, mats in self.layer_blocks():
+            qkvo += n * sum(m.flops_per_token() for m in mats if m.term == "qkvo")
+            ffn += n * sum(m.flops_per_token() for m in mats if m.term == "ffn")
         unembed = gemm_flops(1, self.vocab, self.d_model)
-        L = self.n_layers
         return TransformerFlops(
-            fwd_per_token=L * (qkvo + scores + ffn) + unembed,
-            ffn_total=L * ffn,
-            qkvo_total=L * qkvo,
-            scores_total=L * scores,
+            fwd_per_token=qkvo + scores + ffn + unembed,
+            ffn_total=ffn,
+            qkvo_total=qkvo,
+            scores_total=scores,
             unembed=unembed,
         )
 
-    def training_flops_per_token(self, convention="6N") -> float:
+    def training_flops_per_token(self, convention="6N", seq_len=None) -> float:
         """:func:`training_flops_per_token` for this model.
 
         ``n_params`` is :meth:`active_params` (all parameters for a dense model: for a mixture
         of experts, a token trains only the experts it is routed to) and the attention width
-        is ``n_heads * head_dim``.
+        is :attr:`score_dim` (``n_heads * head_dim``). A convention with a score term needs the
+        training length: ``seq_len``, or the config's; without either it is asked for.
         """
+        key = training_convention(convention)
+        s = None if key == "6N" else self._seq_len(seq_len, f"convention {key!r}")
         return training_flops_per_token(
             self.active_params(),
             self.n_layers,
             self.d_model,
-            self.seq_len,
-            convention,
-            attention_dim=self.attention_dim,
+            s,
+            key,
+            attention_dim=self.score_dim,
         )
 
     def score_to_body_ratio(self) -> float:
-        return score_to_body_ratio(self.seq_len, self.d_model, self.kappa)
+        return score_to_body_ratio(self._seq_len(None, "score_to_body_ratio"), self.d_model, self.kappa)
 
     # --- Hugging Face configs -------------------------------------------------------------
 
     @classmethod
     def from_hf_config(cls, config, *, seq_len=None, name=None, ignore=()) -> "TransformerConfig":
-        """Read the architecture of a Hugging Face ``config.json`` (a dict, or a path to the file).
+        """Read the architecture of a Hugging Face config: a ``config.json`` path, its dict, a
+        transformers config object, or that object's ``to_dict()`` or ``to_diff_dict()``.
 
-        Families: ``model_type`` llama, mistral, mixtral, qwen2, gemma and gpt2. Nothing is
-        downloaded. ``seq_len`` defaults to the config's context (``max_position_embeddings``
-        or ``n_positions``). A key that would change the counts but that this reader cannot
-        map raises ValueError naming it; keys that do not change the counts (token ids,
-        dropout, rope settings, epsilons...) are skipped. ``ignore`` names further keys to skip
-        on purpose.
+        Families (``model_type``): llama, mistral, mixtral, qwen2, qwen2_moe, gemma, gemma2,
+        phi3, olmo2, starcoder2, gpt2, gpt_neox, falcon, bloom, deepseek_v2 and deepseek_v3.
+        Nothing is downloaded. ``seq_len`` is the training length; it is not taken from the
+        context window (``max_position_embeddings``, kept as ``context_window``), so a count
+        that needs it asks for it. A key that would change the counts but that this reader
+        cannot map raises ValueError naming it; keys known not to change any count (token ids,
+        dropout, rope settings, epsilons, transformers' own bookkeeping...) are skipped.
+        ``ignore`` names further keys to skip on purpose.
         """
         from ._hf_config import config_kwargs  # a helper module: the key tables are long
 
         kwargs = config_kwargs(config, seq_len=seq_len, ignore=ignore)
+        if isinstance(kwargs.get("mla"), dict):
+            kwargs["mla"] = MLA(**kwargs["mla"])
         if name is not None:
             kwargs["name"] = name
         return cls(**kwargs)
@@ -616,7 +839,9 @@ def model_config(name, *, seq_len=None) -> TransformerConfig:
     """A shipped model as a :class:`TransformerConfig`: ``model_config("llama-3-8b")``.
 
     The configs are Hugging Face-style ``config.json`` files written from the authors'
-    published architecture tables, read by :meth:`TransformerConfig.from_hf_config`.
+    published architecture tables, read by :meth:`TransformerConfig.from_hf_config`. ``seq_len``
+    defaults to the model's training length as its authors report it (``published_params``
+    gives the figure and its source), not to its context window.
     """
     if not isinstance(name, str):
         raise TypeError(f"model name must be a string such as 'llama-3-8b', got {type(name).__name__} {name!r}")
@@ -627,15 +852,16 @@ def model_config(name, *, seq_len=None) -> TransformerConfig:
     if key not in table:
         raise ValueError(f"unknown model {name!r}; shipped models: {', '.join(table)}")
     text = _models_dir().joinpath(f"{key}.json").read_text(encoding="utf-8")
-    return TransformerConfig.from_hf_config(json.loads(text), seq_len=seq_len, name=table[key]["name"])
+    trained_at = table[key]["seq_len"] if seq_len is None else seq_len
+    return TransformerConfig.from_hf_config(json.loads(text), seq_len=trained_at, name=table[key]["name"])
 
 
 def published_params(name) -> dict:
     """What the authors published about a shipped model's size, and where.
 
-    Keys: ``name``, ``total`` (parameters), ``source``, and where given ``active`` (a mixture
-    of experts), ``rounded_to`` (the unit of the last printed digit, when the figure is a
-    rounded one such as "124M") and ``note``.
+    Keys: ``name``, ``total`` (parameters), ``source``, ``seq_len`` (the training length) and
+    ``seq_len_source``, and where given ``active`` (a mixture of experts), ``rounded_to`` (the
+    unit of the last printed digit, when the figure is a rounded one such as "124M") and ``note``.
     """
     model_config(name)  # same validation and spelling rules
     key = name.strip().lower().replace("_", "-").replace(" ", "-")

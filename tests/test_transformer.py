@@ -290,7 +290,9 @@ LLAMA_TOY = {
 def test_from_hf_config_reads_a_dict_and_a_path(tmp_path):
     cfg = rl.TransformerConfig.from_hf_config(LLAMA_TOY)
     assert (cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim) == (8, 16, 2, 2, 1, 4)
-    assert cfg.seq_len == 32 and cfg.gated and not cfg.tied_embeddings
+    assert cfg.gated and not cfg.tied_embeddings
+    # the context window is kept, but it is not the training length: seq_len is left to the caller
+    assert cfg.context_window == 32 and cfg.seq_len is None
     path = tmp_path / "config.json"
     path.write_text(__import__("json").dumps(LLAMA_TOY))
     assert rl.TransformerConfig.from_hf_config(path, seq_len=16) == dataclasses.replace(cfg, seq_len=16)
@@ -302,36 +304,37 @@ def test_from_hf_config_names_what_it_cannot_map(tmp_path):
         rl.TransformerConfig.from_hf_config({**LLAMA_TOY, "q_lora_rank": 64})
     # told to, it skips a key
     rl.TransformerConfig.from_hf_config({**LLAMA_TOY, "q_lora_rank": 64}, ignore=["q_lora_rank"])
-    with pytest.raises(ValueError, match="model_type 'deepseek_v3' is not one this reader maps"):
-        rl.TransformerConfig.from_hf_config({**LLAMA_TOY, "model_type": "deepseek_v3"})
+    with pytest.raises(ValueError, match="model_type 't5' is not one this reader maps"):
+        rl.TransformerConfig.from_hf_config({**LLAMA_TOY, "model_type": "t5"})
     with pytest.raises(ValueError, match="lacks intermediate_size"):
         rl.TransformerConfig.from_hf_config({k: v for k, v in LLAMA_TOY.items() if k != "intermediate_size"})
     with pytest.raises(ValueError, match="attention_bias=True with mlp_bias=False"):
         rl.TransformerConfig.from_hf_config({**LLAMA_TOY, "attention_bias": True})
     with pytest.raises(FileNotFoundError, match="nothing is downloaded"):
         rl.TransformerConfig.from_hf_config(tmp_path / "missing.json")
-    with pytest.raises(TypeError, match="config must be a dict or the path"):
+    with pytest.raises(TypeError, match="config must be a dict, the path of a config.json file or a transformers"):
         rl.TransformerConfig.from_hf_config(42)
+
+
+GEMMA_7B = {
+    "model_type": "gemma",
+    "hidden_size": 3072,
+    "intermediate_size": 24576,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "head_dim": 256,
+    "vocab_size": 256000,
+    "max_position_embeddings": 8192,
+    "hidden_activation": "gelu_pytorch_tanh",
+    "attention_bias": False,
+}
 
 
 def test_from_hf_config_families():
     qwen = rl.model_config("qwen2-7b")
     assert qwen.qkv_bias and not qwen.bias and qwen.n_kv_heads == 4
-    gemma = rl.TransformerConfig.from_hf_config(
-        {
-            "model_type": "gemma",
-            "hidden_size": 3072,
-            "intermediate_size": 24576,
-            "num_hidden_layers": 28,
-            "num_attention_heads": 16,
-            "num_key_value_heads": 16,
-            "head_dim": 256,
-            "vocab_size": 256000,
-            "max_position_embeddings": 8192,
-            "hidden_activation": "gelu_pytorch_tanh",
-            "attention_bias": False,
-        }
-    )
+    gemma = rl.TransformerConfig.from_hf_config(GEMMA_7B)
     # Gemma 7B: 16 heads of 256 = 4096 wide on a 3072-wide stream; tied embeddings by default
     assert gemma.attention_dim == 4096 and gemma.tied_embeddings and gemma.gated
     assert (
@@ -340,7 +343,7 @@ def test_from_hf_config_families():
     )  # 8,537,680,896
     # Gemma Team (2024), Gemma report, Table 2: 786,432,000 embedding + 7,751,248,896 non-embedding
     assert gemma.n_params() == 786_432_000 + 7_751_248_896
-    with pytest.raises(ValueError, match="attention_bias=True in a gemma config is not mapped"):
-        rl.TransformerConfig.from_hf_config({"model_type": "gemma", "attention_bias": True})
+    with pytest.raises(ValueError, match="attention_bias=True in a gemma config: a bias on Q, K, V and O"):
+        rl.TransformerConfig.from_hf_config({**GEMMA_7B, "attention_bias": True})
     mixtral = rl.model_config("mixtral-8x7b")
     assert (mixtral.n_experts, mixtral.experts_per_token, mixtral.sliding_window) == (8, 2, None)
