@@ -150,6 +150,9 @@ REMEDIES = MappingProxyType(
         "unclassified": "record the profile with torch.profiler.profile(record_shapes=True, "
         "with_flops=True) so each op's FLOPs and bytes can be counted, or give rows their flops= "
         "and bytes_moved=",
+        "unclassified-recorded": "count what is left: the shapes were recorded, so each op's reason is "
+        "in the evidence -- profile torch.compile regions without torch.compile, and give ops with no "
+        "formula their counts (rows with flops= and bytes_moved=)",
         "mixed": "no single fix: start with the largest pile",
     }
 )
@@ -1050,21 +1053,27 @@ def _evidence(out: _Placement, rows, shares, total, trace: Trace, fixed, roof_la
             line += "; " + "; ".join(why[:4]) + (f"; and {len(why) - 4} more reasons" if len(why) > 4 else "")
         lines.append(line)
     if out.fast_rows:
-        lines.append(_faster_than_roof(out.fast_rows, trace))
+        lines.append(_faster_than_roof(out.fast_rows, trace, extra["roof_precision"]))
     return lines
 
 
-def _faster_than_roof(fast_rows, trace: Trace) -> str:
-    """An op above its roof: first a precision the trace implies, then the cache."""
+def _faster_than_roof(fast_rows, trace: Trace, roof_precision: str | None) -> str:
+    """An op above its roof: first a precision the trace implies (TF32 from fp32 GEMMs on a GPU,
+    bf16 or fp16 from the dtypes when the roof is a wider precision's), then the cache."""
     line = f"faster than the roof in use: {_names(fast_rows)} --"
     fp32 = [r for r in fast_rows if r.precision == "fp32"]
+    narrow = sorted({r.precision for r in fast_rows if r.precision in ("bf16", "fp16", "fp8")})
     if fp32 and trace.timeline == "device":
         line += (
             " their fp32 work may run in TF32 on tensor cores (torch.backends.cuda.matmul.allow_tf32): pass "
             "precision='tf32' to read it under the TF32 roof; otherwise"
         )
-    elif fp32:
-        line += " if the inputs are bf16 or fp16, record their dtypes (record_shapes=True); otherwise"
+    elif narrow and roof_precision in ("fp32", "tf32", "fp64"):
+        dtypes = "/".join(narrow)
+        line += (
+            f" their dtypes are {dtypes} but the roof is {roof_precision}'s: place them under a {dtypes} roof "
+            f"(precision='{narrow[0]}', or a roof measured in {narrow[0]}); otherwise"
+        )
     return (
         line + " the roof understates what they reach (data served from cache, a read-only stream beating the "
         "measured copy, or a roof read under load); the regime still follows from intensity"
@@ -1115,6 +1124,7 @@ def diagnose(
         rows, out.placed, out.used_roofs, roof, trace, precision
     )
     extra = {
+        "roof_precision": getattr(roof, "precision", None) or precision,
         "precision": precision_lines,
         "communication": _communication_lines(rows, out.placed, shares, trace, link),
     }
@@ -1149,6 +1159,8 @@ def _remedy(pile: str, rows, placed, trace: Trace) -> str:
             return REMEDIES["memory-matmul"]
     if pile == "compute" and trace.timeline == "cpu":
         return REMEDIES["compute-cpu"]
+    if pile == "unclassified" and trace.has_shapes and trace.timeline != "rows":
+        return REMEDIES["unclassified-recorded"]
     return REMEDIES[pile]
 
 

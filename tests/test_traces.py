@@ -230,6 +230,7 @@ def test_a_compiled_region_is_unclassified_with_that_reason():
     d = D.diagnose(b.trace())
     assert d.regime == "unclassified"
     assert "compiled region: counts are inside CompiledFunctionBackward" in d.evidence[-1]
+    assert d.remedy == D.REMEDIES["unclassified-recorded"]  # not "record shapes": they were recorded
 
 
 def test_an_mtia_trace_is_refused_by_name_and_says_what_to_pass():
@@ -331,6 +332,21 @@ def test_conv_formula_matches_torchs_own_count():
     assert torch_flops["aten::conv2d"] == counted == 1_179_648  # 2 * 2 * 16 * 256 * 8 * 9
 
 
+def test_matmul_formulas_match_torchs_own_count():
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile
+
+    a, b, bias = torch.randn(8, 16), torch.randn(16, 4), torch.randn(4)
+    with D.quiet_profiler_log(), profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_flops=True) as p:
+        torch.mm(a, b)
+        torch.addmm(bias, a, b)
+    torch_flops = {e.key: e.flops for e in p.key_averages() if e.flops}
+    rows = {r.name: r.flops for r in D.read_trace(D._export(p)).rows}
+    # torch counts 2 * 8 * 16 * 4 = 1024 for both; the library adds addmm's 8 * 4 = 32 bias adds
+    assert torch_flops["aten::mm"] == rows["aten::mm"] == 1024
+    assert torch_flops["aten::addmm"] == rows["aten::addmm"] - 32 == 1024
+
+
 def test_an_empty_profile_gets_a_message_not_a_verdict():
     pytest.importorskip("torch")
     with pytest.raises(ValueError, match="recorded no op and no kernel, so there is nothing to diagnose"):
@@ -357,6 +373,13 @@ def test_bf16_work_on_a_cpu_is_said_to_be_judged_against_the_fp32_roof_measured_
     assert D.diagnose(cpu, roof=_cpu_ceilings()).remedy == D.REMEDIES["compute-cpu"]
     assert "bf16 without them is slower" in D.REMEDIES["compute-cpu"]
     assert "tensor cores" not in D.REMEDIES["compute-cpu"]
+
+
+def test_bf16_work_above_an_fp32_roof_is_pointed_to_a_bf16_roof_before_the_cache():
+    # 1e12 FLOP in 1 s on a 100 GFLOP/s fp32 roof: ten times over; its dtype is bf16
+    d = D.diagnose([D.OpStat("aten::mm", 1, 1.0, 1e12, 1e9, "matmul", "bf16")], roof=_cpu_ceilings())
+    fast = next(line for line in d.evidence if line.startswith("faster than the roof"))
+    assert "dtypes are bf16 but the roof is fp32's" in fast and fast.index("bf16") < fast.index("cache")
 
 
 def test_an_op_without_a_formula_is_unclassified_naming_the_op():
