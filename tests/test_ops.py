@@ -164,3 +164,71 @@ def test_bad_flags_and_options_are_refused():
         rl.attention(1, 1, 4, 4, 8, fused=1)
     with pytest.raises(ValueError, match="bytes_moved must be a positive number of bytes"):
         rl.OpCount(10, 0)
+
+
+# --------------------------------------------------------------------------- recorded ops, exactly
+
+from roofline_lib._counting import count_op  # noqa: E402  (the profiler's op names -> these counts)
+
+F32, BF16 = "float", "c10::BFloat16"
+
+
+def test_count_op_matmuls_exactly():
+    # mm [2, 3] x [3, 5] in fp32: 2 * 2 * 3 * 5 = 60 FLOP; A 6 + B 15 + C 10 = 31 elements * 4 bytes
+    assert count_op("aten::mm", [[2, 3], [3, 5]], [F32, F32]) == (60.0, 124.0, "matmul", "fp32")
+    # a GEMM's FLOPs and bytes are symmetric in m, n and k, so a swapped m and n cannot show in
+    # them: the inputs' roles are pinned by addmm's bias and bmm's batch below
+    # addmm(bias [5], A [2, 3], B [3, 5]): the GEMM, plus one add per output (10) and the bias read
+    # (5 * 4 bytes): the bias is the first input (read as A it would give another count)
+    assert count_op("aten::addmm", [[5], [2, 3], [3, 5]], [F32] * 3) == (70.0, 144.0, "matmul", "fp32")
+    # bmm of 4 batches: 4 * 60 = 240 FLOP, 4 * 31 * 2 bytes in bf16
+    assert count_op("aten::bmm", [[4, 2, 3], [4, 3, 5]], [BF16, BF16]) == (240.0, 248.0, "matmul", "bf16")
+    # mv [3, 4] x [4]: 2 * 3 * 4 = 24 FLOP; (12 + 4 + 3) * 4 bytes
+    assert count_op("aten::mv", [[3, 4], [4]], [F32, F32]) == (24.0, 76.0, "matmul", "fp32")
+
+
+def test_count_op_attention_exactly():
+    # SDPA, q, k, v of (batch 1, heads 2, seq 8, head_dim 16): 4 * 16 FLOP per score entry,
+    # 2 heads * 8 * 8 entries = 8,192 FLOP; Q, K, V and O 256 elements each, bf16: 2,048 bytes
+    qkv = [[1, 2, 8, 16]] * 3
+    assert count_op("aten::scaled_dot_product_attention", qkv, [BF16] * 3) == (8192.0, 2048.0, "attention", "bf16")
+    # grouped-query: 4 query heads, 2 KV heads. FLOPs follow the query heads (16,384); bytes
+    # Q 512 + K 256 + V 256 + O 512 = 1,536 elements, 3,072 bytes. Reading the heads from K
+    # instead of Q would give 8,192 FLOP: the test tells Q from K.
+    gqa = [[1, 4, 8, 16], [1, 2, 8, 16], [1, 2, 8, 16]]
+    assert count_op("aten::scaled_dot_product_attention", gqa, [BF16] * 3) == (16384.0, 3072.0, "attention", "bf16")
+    # the flash kernel's own entry point lays tensors out (batch, seq, heads, head_dim)
+    bshd = [[1, 8, 4, 16], [1, 8, 2, 16], [1, 8, 2, 16]]
+    assert count_op("aten::_flash_attention_forward", bshd, [BF16] * 3) == (16384.0, 3072.0, "attention", "bf16")
+    # backward: 5/2 of the forward FLOPs (20,480), twice the bytes; its first input is dO
+    back = [[1, 2, 8, 16]] * 4
+    assert count_op("aten::_scaled_dot_product_flash_attention_backward", back, [BF16] * 4) == (
+        20480.0,
+        4096.0,
+        "attention",
+        "bf16",
+    )
+
+
+def test_count_op_other_families_exactly():
+    # add with broadcast: [4, 8] + [8] -> 32 outputs, 1 FLOP each; read 32 + 8, write 32, fp32
+    assert count_op("aten::add", [[4, 8], [8], []], [F32, F32, "Scalar"]) == (32.0, 288.0, "elementwise", "fp32")
+    # sum of [4, 8]: one add per element read, 32 * 4 bytes
+    assert count_op("aten::sum", [[4, 8]], [F32]) == (32.0, 128.0, "reduction", "fp32")
+    # softmax over rows of 8: ops.softmax(4, 8), 5 FLOP per element; read + write 32 * 4 bytes
+    assert count_op("aten::_softmax", [[4, 8], [], []], [F32, "int", "bool"]) == (160.0, 256.0, "softmax", "fp32")
+    # layer_norm over d = 8 for 4 rows in bf16: read x 32, write y 32, gamma 8, beta 8 -> 160 bytes
+    assert count_op("aten::native_layer_norm", [[4, 8], [8], [8]], [BF16] * 3) == (
+        float(rms_or_ln_flops("layernorm", 4, 8)),
+        160.0,
+        "norm",
+        "bf16",
+    )
+    # embedding: 6 indices into a [100, 8] table: 48 values read and written (bf16), 6 int64 indices
+    assert count_op("aten::embedding", [[100, 8], [6]], [BF16, "long int"]) == (0.0, 240.0, "embedding", "bf16")
+    # cat of two [2, 3] tensors: 12 elements read and written at 4 bytes (a list's dtype is not recorded)
+    assert count_op("aten::cat", [[[2, 3], [2, 3]], []], ["TensorList", "int"]) == (0.0, 96.0, "copy", None)
+
+
+def rms_or_ln_flops(kind, rows, d):
+    return rl.layernorm_flops(rows, d) if kind == "layernorm" else rl.rmsnorm_flops(rows, d)
