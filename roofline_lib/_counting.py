@@ -45,6 +45,7 @@ _NO_DATA = frozenset(
     unsqueeze squeeze select slice narrow split split_with_sizes chunk unbind alias detach
     lift_fresh empty empty_like empty_strided new_empty new_empty_strided resolve_conj
     resolve_neg result_type resize_ set_ flatten unflatten view_as numpy_T _nested_view_from_buffer
+    as_strided_ cudnn_is_acceptable _has_compatible_shallow_copy_type
     """.split()
 )
 _MATMUL = frozenset("mm addmm bmm baddbmm mv addmv".split())

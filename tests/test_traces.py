@@ -411,3 +411,26 @@ def test_a_link_name_refused_says_what_to_pass():
     b.op("record_param_comms", [], [], ts=0.0, dur=5.0, kernel="ncclKernel_AllReduce", k_ts=10.0, k_dur=10.0)
     with pytest.raises(ValueError, match="NVLink"):
         D.diagnose(b.trace(), link="carrier pigeon")
+
+
+def test_a_resnet_block_an_embedding_lookup_and_an_lstm_get_counted_verdicts():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    conv = torch.nn.Sequential(
+        torch.nn.Conv2d(16, 16, 3, padding=1, bias=False), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 16, 3, padding=1, bias=False), torch.nn.BatchNorm2d(16),
+    ).eval()  # fmt: skip
+    x = torch.randn(4, 16, 16, 16)
+    emb, idx = torch.nn.Embedding(5000, 64), torch.randint(0, 5000, (16, 32))
+    lstm, seq = torch.nn.LSTM(32, 64, batch_first=True), torch.randn(4, 16, 32)
+    toy = rl.Roof(100e9, 10e9, "toy CPU")
+    families = {"resnet block": "conv", "embedding lookup": "embedding", "lstm": "rnn"}
+    with torch.no_grad():
+        for name, fn in (
+            ("resnet block", lambda: torch.relu(conv(x) + x)),
+            ("embedding lookup", lambda: emb(idx)),
+            ("lstm", lambda: lstm(seq)),
+        ):
+            d = D.diagnose(D.profile_run(fn, device="cpu", warmup=1, calls=2), roof=toy)
+            assert d.regime != "unclassified" and d.shares["unclassified"] < 0.1, (name, str(d))
+            assert any(r.family == families[name] and r.counted for r in d.rows), name
