@@ -1,0 +1,327 @@
+"""The grading key against the library: every reference the key computes, on the scenario inputs.
+
+The key (``roofline_lib.grading.key``) keeps its own formulas on purpose: it must not trust the
+code it grades against. This file holds each of its references to the library's answer for the
+same inputs, so the two cannot drift apart. References are read out of the key's parts (their
+judges' closures); a part added to the key without a library counterpart here fails
+:func:`test_every_key_reference_has_a_library_counterpart`.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import roofline_lib as rl
+from roofline_lib.grading import key as K
+from roofline_lib.roofline import ImplausibleMeasurement
+
+
+def _references(judge) -> list[tuple[str, str, object]]:
+    """``(judge kind, entry name, reference)`` of every check inside a part's judge."""
+    cells = dict(zip(judge.__code__.co_freevars, (c.cell_contents for c in judge.__closure__ or ())))
+    if "judges" in cells:  # all_of(...)
+        return [r for j in cells["judges"] for r in _references(j)]
+    return [(judge.__name__, cells["name"], cells["reference"])]
+
+
+REFERENCES = {name: (kind, ref) for part in K._PART_LIST for kind, name, ref in _references(part.judge)}
+
+
+def _value(name):
+    kind, ref = REFERENCES[name]
+    return ref() if callable(ref) else ref
+
+
+# --------------------------------------------------------------------------- the scenarios, by the library
+
+EX1, EX2, EX3, EX4, EX5, EX6 = K.EX1, K.EX2, K.EX3, K.EX4, K.EX5, K.EX6
+
+
+def _ex1_roof(precision="fp32"):
+    return rl.Roof(EX1[f"{precision}_flops_per_s"], EX1["hbm_bytes_per_s"], "Kestrel K1 " + precision)
+
+
+def _ex1_op():
+    return rl.OpCount(EX1["flop"], EX1["read_bytes"] + EX1["write_bytes"])
+
+
+def _ex2_roof(chip):
+    return rl.Roof(EX2[f"{chip}_bf16"], EX2[f"{chip}_hbm"], f"chip {chip.upper()}")
+
+
+def _ex3_model():
+    return rl.TransformerConfig(
+        d_model=EX3["hidden_size"],
+        d_ff=EX3["intermediate_size"],
+        n_layers=EX3["num_hidden_layers"],
+        n_heads=EX3["num_attention_heads"],
+        n_kv_heads=EX3["num_key_value_heads"],
+        head_dim=EX3["head_dim"],
+        vocab=EX3["vocab_size"],
+    )
+
+
+def _ex3_n():
+    return _ex3_model().n_params(include_norms=False)  # the key leaves the norm gains out (under 0.01 %)
+
+
+def _k2(cards=1):
+    return rl.accelerator(
+        f"{cards} x Kestrel K2",
+        {"bf16": cards * EX3["bf16_flops_per_s"]},
+        cards * EX3["hbm_bytes_per_s"],
+        hbm_capacity_bytes=cards * EX3["memory_bytes"],
+    )
+
+
+def _ex4_roof():
+    return rl.Roof(EX4["bf16_flops_per_s"], EX4["hbm_bytes_per_s"], "O3 bf16")
+
+
+def _ex4_naive():
+    s, dh, b = EX4["seq"], EX4["head_dim"], EX4["bytes_per_elem"]
+    return rl.gemm(s, s, dh, b)  # one head's S = Q K^T: read Q and K, write S
+
+
+def _ex4_fused_intensity():
+    s, dh, b = EX4["seq"], EX4["head_dim"], EX4["bytes_per_elem"]
+    return rl.attention_flops(1, 1, s, s, dh) / rl.attention_bytes_fused(1, 1, s, s, dh, b)
+
+
+def _chip(name, datasheet):
+    return rl.accelerator(name, datasheet["peak_flops_per_s"], datasheet["hbm_bytes_per_s"])
+
+
+def _ex6_step(n, tokens_per_gpu):
+    at_mfu = rl.accelerator("Kestrel K2 at its MFU", {"bf16": EX6["mfu"] * EX6["bf16_flops_per_s"]}, 1e12)
+    return rl.data_parallel_step(
+        EX6["n_params"],
+        tokens_per_gpu,
+        n,
+        at_mfu,
+        EX6["link_bytes_per_s"],
+        grad_bytes_per_param=EX6["grad_bytes_per_param"],
+        alpha_seconds=EX6["alpha_seconds"],
+        overlap_fraction=K.BACKWARD_SHARE,  # the backward pass, 4N of 6N
+    )
+
+
+#: Each graded entry of the key, as the library answers it on the same scenario inputs.
+LIBRARY = {
+    # ex1
+    "intensity": lambda: _ex1_op().intensity,
+    "ridge_fp32": lambda: _ex1_roof().ridge,
+    "binding_roof": lambda: _ex1_roof().bound(_ex1_op().intensity),
+    "fraction_of_bandwidth": lambda: (
+        _ex1_roof().verdict(EX1["flop"], _ex1_op().bytes_moved, EX1["seconds"]).achieved_bytes_per_s
+        / EX1["hbm_bytes_per_s"]
+    ),
+    "best_share_of_peak": lambda: _ex1_roof().attainable_flops_per_s(_ex1_op().intensity) / EX1["fp32_flops_per_s"],
+    # ex2
+    "ridge_p": lambda: _ex2_roof("p").ridge,
+    "ridge_q": lambda: _ex2_roof("q").ridge,
+    "ceiling_p_flops_per_s": lambda: _ex2_roof("p").attainable_flops_per_s(EX2["intensity"]),
+    "ceiling_q_flops_per_s": lambda: _ex2_roof("q").attainable_flops_per_s(EX2["intensity"]),
+    # ex3
+    "n_params": _ex3_n,
+    "training_flops": lambda: rl.training_flops_per_token(_ex3_n(), convention="6N") * EX3["tokens"],
+    "accelerator_days": lambda: rl.training_bill(_ex3_n(), EX3["tokens"], 1, _k2(), EX3["mfu"]).gpu_hours / 24,
+    "fits_on_one": lambda: rl.decode_roofline(_ex3_n(), _k2()).fits_in_memory,
+    "min_cards": lambda: rl.min_gpus_to_fit(_ex3_n() * EX3["bytes_per_param"], _k2()),
+    "decode_tokens_per_s": lambda: rl.decode_roofline(_ex3_n(), _k2(_value("min_cards"))).tokens_per_s,
+    # ex4
+    "qk_flops": lambda: _ex4_naive().flops,
+    "qk_bytes": lambda: _ex4_naive().bytes_moved,
+    "qk_intensity": lambda: _ex4_naive().intensity,
+    "qk_bound": lambda: _ex4_roof().bound(_ex4_naive().intensity),
+    "fused_intensity": _ex4_fused_intensity,
+    "fused_bound": lambda: _ex4_roof().bound(_ex4_fused_intensity()),
+    # the naive intensity 2 s^2 h / (b (2 s h + s^2)) tends to 2 h / b: the library's at s = 2**40
+    "naive_intensity_limit": lambda: rl.gemm(2**40, 2**40, EX4["head_dim"], EX4["bytes_per_elem"]).intensity,
+    # ex5
+    "efficiency_by_dtype": lambda: {
+        d: row.efficiency
+        for d, row in rl.precision_sweep(
+            EX5["flops"], EX5["elems"], EX5["heron_seconds"], _chip("Heron", EX5["heron"])
+        ).items()
+    },
+    "ibis_bf16_floor_seconds": lambda: rl.Roof(
+        EX5["ibis"]["peak_flops_per_s"]["bf16"], EX5["ibis"]["hbm_bytes_per_s"], "Ibis bf16"
+    ).seconds(EX5["flops"], EX5["elems"] * rl.bytes_per_element("bf16")),
+    # ex6
+    "gradient_bytes": lambda: EX6["n_params"] * rl.bytes_per_element("bf16"),
+    "bytes_sent_per_gpu": lambda: rl.collective_bytes_per_rank(
+        "all-reduce", EX6["n_params"] * EX6["grad_bytes_per_param"], EX6["n_gpus"]
+    ),
+    "allreduce_seconds": lambda: _ex6_step(EX6["n_gpus"], EX6["tokens_per_gpu"]).comms_seconds,
+    "compute_seconds": lambda: _ex6_step(EX6["n_gpus"], EX6["tokens_per_gpu"]).compute_seconds,
+    "hidden_at_16": lambda: _ex6_step(EX6["n_gpus"], EX6["tokens_per_gpu"]).hidden,
+    "exposed_seconds_128": lambda: (
+        _ex6_step(EX6["n_gpus_large"], EX6["global_tokens"] / EX6["n_gpus_large"]).exposed_comms_seconds
+    ),
+}
+
+
+def _ibis_copied_rows_refused():
+    ibis = _chip("Ibis", EX5["ibis"])
+    refused = set()
+    for dtype, seconds in EX5["ibis_copied_seconds"].items():
+        try:
+            rl.precision_sweep(EX5["flops"], EX5["elems"], {dtype: seconds}, ibis)
+        except ValueError:  # no such compute, or faster than the roof (ImplausibleMeasurement)
+            refused.add(dtype)
+    return refused
+
+
+#: Lettered answers, each decided by a library fact on the scenario inputs.
+LETTERS = {
+    # D: 110 us needs more bytes per second than the HBM delivers (150 us did not)
+    "rerun_verdict": lambda: (
+        "D" if _raises(lambda: _ex1_roof().verdict(EX1["flop"], _ex1_op().bytes_moved, EX1["rerun_seconds"])) else "?"
+    ),
+    # A: compute-bound on Q (ridge 125), memory-bound on P (ridge 200), and faster on P
+    "machine_change": lambda: (
+        "A"
+        if (_ex2_roof("q").bound(EX2["intensity"]), _ex2_roof("p").bound(EX2["intensity"])) == ("compute", "memory")
+        and _value("ceiling_p_flops_per_s") > _value("ceiling_q_flops_per_s")
+        else "?"
+    ),
+    # B: batch-1 decode on the cards that hold the model is bound by HBM bandwidth
+    "decode_limit": lambda: "B" if rl.decode_roofline(_ex3_n(), _k2(3)).bound == "memory" else "?",
+    # A: the naive intensity's limit stays below the O3's ridge
+    "longer_sequence": lambda: "A" if LIBRARY["naive_intensity_limit"]() < _ex4_roof().ridge else "?",
+    # D: no fp8 on the Ibis, and the fp32 and bf16 times beat its memory roof
+    "copied_sweep": lambda: "D" if _ibis_copied_rows_refused() == {"fp8", "fp32", "bf16"} else "?",
+    # B: on 128 cards each card's compute is an eighth, its all-reduce about the same: exposed
+    "scaling_limit": lambda: (
+        "B"
+        if _ex6_step(128, EX6["global_tokens"] / 128).comms_seconds
+        < 1.1 * _ex6_step(16, EX6["global_tokens"] / 16).comms_seconds
+        and not _ex6_step(128, EX6["global_tokens"] / 128).hidden
+        else "?"
+    ),
+}
+
+#: Questions about reading or reasoning that no library function answers, each with why.
+CONCEPT_ONLY = {
+    "settling_measurement": "which of four measurements would settle the question: a reading of the options",
+    "settling_reason": "why that measurement settles it",
+    "machine_change_reason": "why the kernel changes side of the ridge",
+    "decode_limit_reason": "why bandwidth limits batch-1 decode",
+    "flash_change": "what fusion changes, bytes or FLOPs",
+    "flash_reason": "why fusion leaves the FLOPs alone",
+    "copied_sweep_reason": "how to tell an impossible timing",
+    "scaling_reason": "why 128 cards stop paying",
+}
+
+#: The key's student functions and the library functions they stand for.
+FUNCTIONS = {"ceiling", "precision_sweep", "step_seconds"}
+
+
+def _raises(fn) -> bool:
+    try:
+        fn()
+    except (ValueError, ImplausibleMeasurement):
+        return True
+    return False
+
+
+# --------------------------------------------------------------------------- the tests
+
+
+def test_every_key_reference_has_a_library_counterpart():
+    covered = set(LIBRARY) | set(LETTERS) | set(CONCEPT_ONLY) | FUNCTIONS
+    assert set(REFERENCES) == covered, (
+        f"key entries without a counterpart: {sorted(set(REFERENCES) - covered)}; "
+        f"counterparts of no key entry: {sorted(covered - set(REFERENCES))}"
+    )
+    assert len(REFERENCES) == 47  # every graded entry of the six exercises (a function counts once)
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY))
+def test_each_reference_is_the_librarys_answer(name):
+    want, got = LIBRARY[name](), _value(name)
+    if isinstance(got, dict):
+        assert set(got) == set(want)
+        for d in got:
+            assert got[d] == pytest.approx(want[d], rel=1e-9), d
+    elif isinstance(got, (bool, str)) or isinstance(want, (bool, str)):
+        assert got == want
+    else:
+        assert float(got) == pytest.approx(float(want), rel=1e-9)
+
+
+@pytest.mark.parametrize("name", sorted(LETTERS))
+def test_each_lettered_answer_follows_from_the_library(name):
+    assert LETTERS[name]() == _value(name)
+
+
+def test_the_keys_element_widths_are_the_librarys():
+    shared = set(K.WIDTHS) & set(rl.BYTES_PER_ELEMENT)
+    assert shared == set(rl.BYTES_PER_ELEMENT)
+    assert {d: K.WIDTHS[d] for d in shared} == dict(rl.BYTES_PER_ELEMENT)
+    # the two formats the library's registry lacks, on purpose (probes the library cannot answer)
+    assert (K.WIDTHS["fp6"], K.WIDTHS["int4"]) == (6 / 8, 4 / 8)
+
+
+def _probes(part_key, seed):
+    part = next(p for p in K._PART_LIST if p.key == part_key)
+    return K.draw_probes(part, random.Random(seed))
+
+
+def _library_ceiling(intensity, datasheet, dtype):
+    if dtype not in datasheet["peak_flops_per_s"]:
+        raise ValueError(f"no {dtype} compute")
+    return rl.Roof(datasheet["peak_flops_per_s"][dtype], datasheet["hbm_bytes_per_s"], dtype).attainable_flops_per_s(
+        intensity
+    )
+
+
+def _library_sweep(flops, elems, seconds_by_dtype, datasheet):
+    rows = {}
+    for dtype, seconds in seconds_by_dtype.items():
+        if dtype not in datasheet["peak_flops_per_s"]:
+            raise ValueError(f"no {dtype} compute")
+        width = rl.bytes_per_element(dtype) if dtype in rl.BYTES_PER_ELEMENT else K.WIDTHS[dtype]
+        roof = rl.Roof(datasheet["peak_flops_per_s"][dtype], datasheet["hbm_bytes_per_s"], dtype)
+        rows[dtype] = roof.verdict(flops, elems * width, seconds)
+    return rows
+
+
+def _library_step(n_params, tokens_per_gpu, n_gpus, accelerator, link):
+    chip = rl.accelerator("probe", {"bf16": accelerator["bf16_flops_per_s"]}, 1e12)
+    compute = tokens_per_gpu / rl.expected_tokens_per_s(n_params, 1, chip, accelerator["mfu"])
+    if n_gpus == 1:  # no all-reduce: the compute alone
+        return compute
+    comms = rl.collective_seconds("all-reduce", n_params * 2, n_gpus, link["alpha_seconds"], link["bytes_per_s"])
+    return compute + rl.exposed_comms_seconds(compute, comms, K.BACKWARD_SHARE)  # the backward hides what it can
+
+
+@pytest.mark.parametrize("seed", [K.PRACTICE_SEED, 1, 2])
+def test_the_keys_functions_agree_with_the_library_on_their_probes(seed):
+    checked = 0
+    for part_key, ref, lib in (
+        ("ex2-h", K.ref_ceiling, _library_ceiling),
+        ("ex5-c", K.ref_sweep, _library_sweep),
+        ("ex5-b", K.ref_sweep, _library_sweep),
+        ("ex6-h", K.ref_step_seconds, _library_step),
+    ):
+        for probe in _probes(part_key, seed):
+            if probe.kind == "refuse":
+                assert _raises(lambda: ref(*probe.args)) and _raises(lambda: lib(*probe.args)), probe.id
+                continue
+            want, got = lib(*probe.args), ref(*probe.args)
+            if isinstance(got, dict):
+                for dtype, row in got.items():
+                    v = want[dtype]
+                    assert row["bytes_moved"] == pytest.approx(v.bytes_moved, rel=1e-12)
+                    assert row["intensity"] == pytest.approx(v.intensity, rel=1e-12)
+                    assert row["bound"] == v.bound
+                    assert row["ceiling_flops_per_s"] == pytest.approx(v.ceiling_flops_per_s, rel=1e-12)
+                    assert row["efficiency"] == pytest.approx(v.efficiency, rel=1e-12)
+            else:
+                assert got == pytest.approx(want, rel=1e-9), probe.id
+            checked += 1
+    assert checked >= 15  # 5 ceilings, 4 + 4 sweeps, 5 steps, and their refusals
