@@ -389,6 +389,48 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
 # --------------------------------------------------------------------------- decode
 
 
+def _decode_controls(n, spec, bytes_per_param, batch, tokens, model) -> dict:
+    """The decode explorer's controls: model menu, GPU, weight width, batch and tokens."""
+    from . import transformer
+
+    model_options = [(f"{n / 1e9:.3g}B parameters", None)] + [
+        (transformer.model_config(m).name, m) for m in transformer.shipped_models()
+    ]
+    widths = sorted({2, 1, 0.5, float(bytes_per_param)}, reverse=True)
+    return {
+        "model": w.Dropdown(options=model_options, value=model, description="model", layout=w.Layout(width="18em")),
+        "gpu": _gpu_dropdown(spec),
+        "bytes_per_param": w.Dropdown(
+            options=[(f"{b:g} B/param", b) for b in widths],
+            value=float(bytes_per_param),
+            description="weights",
+            layout=w.Layout(width="13em"),
+        ),
+        "batch": _powers_of_two_slider(batch, range(0, 11), "batch"),  # 1 .. 1024
+        "tokens": w.IntSlider(
+            value=tokens, min=1, max=max(4096, tokens), step=1, description="tokens", continuous_update=False
+        ),
+    }
+
+
+def _decode_batches(batch_slider) -> np.ndarray:
+    """Every whole batch size a log grid touches, and the slider's: the knee is drawn where it is."""
+    grid = np.unique(np.round(np.geomspace(1, batch_slider.options[-1], 96)).astype(int))
+    return np.unique(np.concatenate([grid, batch_slider.options])).astype(float)
+
+
+def _decode_readout(row, batch: int, n_tokens: int) -> str:
+    """The sentence under the decode figure: the ceiling at ``batch``, its bound, and the generation time."""
+    generate_s = n_tokens * row.seconds_per_step  # one token per sequence per step
+    warning = f"<br>{_error(row.warning)}" if row.warning else ""
+    return (
+        f"Batch {batch}: at most <b>{_fmt(row.tokens_per_s)} tokens/s</b> "
+        f"({_fmt(row.tokens_per_s / batch)} per sequence), {row.ms_per_token:.3g} ms per step, "
+        f"<b>{row.bound}-bound</b>, {row.share_of_peak:.1%} of the {row.precision} peak. "
+        f"{n_tokens} tokens per sequence take at least {generate_s:.3g} s.{warning}"
+    )
+
+
 def decode_explorer(
     n_params: float = 7e9,
     gpu="A100",
@@ -404,6 +446,9 @@ def decode_explorer(
     the batch size and marks the chosen one. The model menu offers a bare parameter count
     (``n_params``) or one of the shipped models (``transformer.shipped_models()``), whose steps
     read what they use: one embedding row per sequence, and only the experts a batch touches.
+    Steps: check the start, build the controls (:func:`_decode_controls`) and the batch grid
+    (:func:`_decode_batches`), then on every change price each batch and write the readout
+    (:func:`_decode_readout`).
     """
     from . import inference, transformer
 
@@ -414,28 +459,8 @@ def decode_explorer(
     inference.decode_roofline(n, spec, bytes_per_param=bytes_per_param, batch=b0)  # checks the inputs
     if model is not None:
         transformer.model_config(model)  # an unknown name is refused with the shipped ones listed
-    model_options = [(f"{n / 1e9:.3g}B parameters", None)] + [
-        (transformer.model_config(m).name, m) for m in transformer.shipped_models()
-    ]
-
-    widths = sorted({2, 1, 0.5, float(bytes_per_param)}, reverse=True)
-    controls = {
-        "model": w.Dropdown(options=model_options, value=model, description="model", layout=w.Layout(width="18em")),
-        "gpu": _gpu_dropdown(spec),
-        "bytes_per_param": w.Dropdown(
-            options=[(f"{b:g} B/param", b) for b in widths],
-            value=float(bytes_per_param),
-            description="weights",
-            layout=w.Layout(width="13em"),
-        ),
-        "batch": _powers_of_two_slider(b0, range(0, 11), "batch"),  # 1 .. 1024
-        "tokens": w.IntSlider(
-            value=t0, min=1, max=max(4096, t0), step=1, description="tokens", continuous_update=False
-        ),
-    }
-    # The curve samples every whole batch size a log grid touches, so the knee is drawn where it is.
-    grid = np.unique(np.round(np.geomspace(1, controls["batch"].options[-1], 96)).astype(int))
-    batches = np.unique(np.concatenate([grid, controls["batch"].options])).astype(float)
+    controls = _decode_controls(n, spec, bytes_per_param, b0, t0, model)
+    batches = _decode_batches(controls["batch"])
     fig, ax = _figure()
     (curve,) = ax.plot(batches, batches, "-", lw=2, color="C0")
     (dot,) = ax.plot([b0], [1.0], "o", color="C3", ms=8)
@@ -451,7 +476,6 @@ def decode_explorer(
         chip = as_gpu(controls["gpu"].value)
         bpp = controls["bytes_per_param"].value
         bsz = controls["batch"].value
-        n_tokens = controls["tokens"].value
         name = controls["model"].value
         subject = n if name is None else transformer.model_config(name)
         label = f"{n / 1e9:.3g}B params" if name is None else subject.name
@@ -469,15 +493,8 @@ def decode_explorer(
         dot.set_data([bsz], [row.tokens_per_s])
         ax.set_ylim(rates.min() / 2, rates.max() * 2)
         ax.set_title(f"{chip.name}: {label} at {bpp:g} B/param", fontsize=10)
-        generate_s = n_tokens * row.seconds_per_step  # one token per sequence per step
-        warning = f"<br>{_error(row.warning)}" if row.warning else ""
         explorer.result = row
-        explorer.readout.value = (
-            f"Batch {bsz}: at most <b>{_fmt(row.tokens_per_s)} tokens/s</b> "
-            f"({_fmt(row.tokens_per_s / bsz)} per sequence), {row.ms_per_token:.3g} ms per step, "
-            f"<b>{row.bound}-bound</b>, {row.share_of_peak:.1%} of the {row.precision} peak. "
-            f"{n_tokens} tokens per sequence take at least {generate_s:.3g} s.{warning}"
-        )
+        explorer.readout.value = _decode_readout(row, bsz, controls["tokens"].value)
 
     def site_state() -> dict[str, object]:
         """The page's decode explorer reads weights in its precision's width: name that precision."""
