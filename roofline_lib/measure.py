@@ -47,6 +47,7 @@ from typing import Any
 
 from ._checks import _positive, _positive_int
 from ._format import seconds as _fmt_seconds  # diagnose still imports the name from here
+from .hardware import GIB, bytes_per_element
 from .ops import gemm
 from .roofline import PLAUSIBILITY_TOLERANCE, Roof
 
@@ -297,7 +298,7 @@ def _last_level_cache_bytes() -> int:
 
 def _parse_cache_size(text: str) -> int:
     """'32768K' -> 33554432; the kernel writes K or M suffixes in powers of two."""
-    scale = {"K": 2**10, "M": 2**20, "G": 2**30}
+    scale = {"K": 2**10, "M": 2**20, "G": GIB}
     if text and text[-1].upper() in scale:
         return int(text[:-1]) * scale[text[-1].upper()]
     return int(text)
@@ -525,12 +526,13 @@ def stream_readings(device, *, buffer_bytes: float | None = None, seconds: float
         buffer_bytes = _DEFAULT_GPU_BUFFER_BYTES if kind == "cuda" else _DEFAULT_CPU_BUFFER_BYTES
     buf = _positive(buffer_bytes, "buffer_bytes", "bytes")
     budget_s = _positive(seconds, "seconds", "seconds")
-    n_elems = max(1, int(buf // 4))  # fp32: 4 bytes per element
+    width = bytes_per_element("fp32")  # the stream kernels run on fp32 buffers
+    n_elems = max(1, int(buf // width))
     if kind == "cuda":
         timings = _cuda_stream_timings(n_elems)
     else:
         timings = _cpu_stream_timings(n_elems, budget_s)
-    nbytes = 4 * n_elems
+    nbytes = width * n_elems
     return tuple(
         StreamReading(kernel=k, buffer_bytes=nbytes, bytes_moved=_STREAM_KERNELS[k] * nbytes, timing=timings[k])
         for k in _STREAM_KERNELS

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from types import MappingProxyType
 
-from ._checks import _model_params, _positive, _positive_int
+from ._checks import _flag, _model_params, _positive, _positive_int
 from .ops import attention_flops, gemm_flops
 
 __all__ = [
@@ -63,12 +63,6 @@ def _whole(value, name: str, unit: str) -> int:
     """A count that may be 0: experts, layers, features."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{name} must be a whole number of {unit}, 0 or more, got {value!r}")
-    return value
-
-
-def _flag(value, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
     return value
 
 
