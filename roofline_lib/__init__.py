@@ -24,7 +24,9 @@ included; a private helper such as ``_format`` sits at its highest importer's la
     record_report -> what a chapter shows of a record: targets, live beside recorded
     plots         -> matplotlib rooflines
     widgets       -> ipywidgets explorers
-    diagnose      -> the playbook's triage: compute-, memory- or overhead-bound from a real profile
+    traces        -> reading Kineto traces: correlation ties, complete steps, merged kernel windows
+    diagnose      -> the playbook's triage: compute-, memory-, communication- or overhead-bound
+                     from a real profile
     kernels       -> Triton demo kernels (fused element-wise, add+RMSNorm) with torch references
     export        -> JSON export of the registry for the static site
     prose         -> helpers for values quoted in a chapter's prose
