@@ -77,9 +77,7 @@ def roundtrip_diff(path: Path) -> str:
     """The unified diff an unedited save would make to ``path`` (empty when it is stable)."""
     before = Path(path).read_text(encoding="utf-8")
     after = saved_form(path)
-    return "".join(
-        difflib.unified_diff(before.splitlines(True), after.splitlines(True), str(path), f"{path} (saved)")
-    )
+    return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), str(path), f"{path} (saved)"))
 
 
 def main(argv=None) -> int:
