@@ -292,6 +292,54 @@ def test_each_mode_starts_the_sandbox_as_the_right_user(tmp_path):
         sandbox.command(["python"], tmp_path, tmp_path, uid=None, mode="root")
 
 
+def test_an_environment_under_tmp_is_bound_over_the_private_tmp(tmp_path, monkeypatch):
+    # A fresh clone in /tmp keeps its virtual environment there: the private /tmp must be mounted
+    # first and the environment bound on top of it, or the sandbox cannot find its interpreter
+    # (a CI run in a clone under /tmp refused every class with "No such file or directory").
+    env = tmp_path / "clone" / ".venv"
+    (env / "bin").mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "_read_only_roots", lambda: ["/usr", str(env)])
+    for mode in sandbox.MODES:
+        args = sandbox.command(["python"], tmp_path, tmp_path, uid=61001, mode=mode)
+        private_tmp = max(i for i, a in enumerate(args) if a == "--tmpfs" and args[i + 1] == "/tmp")
+        bound = max(i for i, a in enumerate(args) if a == "--ro-bind" and args[i + 1] == str(env))
+        assert private_tmp < bound, mode
+
+
+@needs_sandbox
+def test_a_sandbox_runs_an_interpreter_that_lives_under_tmp(tmp_path):
+    # the real case: a sandbox whose read-only roots include a folder under /tmp starts and reads it
+    host = Path("/tmp") / f"roofline-env-{os.getpid()}"
+    host.mkdir(exist_ok=True)
+    try:
+        (host / "marker").write_text("seen")
+        os.chmod(host, 0o755)
+        os.chmod(host / "marker", 0o644)
+        (tmp_path / "rw" / "work").mkdir(parents=True)
+        (tmp_path / "lib").mkdir()
+        uid = 61998 if sandbox.mode() in ("root", "user") else None
+        if uid is not None:
+            for p in (tmp_path / "rw", tmp_path / "rw" / "work"):
+                os.chown(p, uid, uid)
+            os.chmod(tmp_path, 0o755)
+        roots = sandbox._read_only_roots() + [str(host)]
+        argv = [sys.executable, "-c", f"print(open({str(host / 'marker')!r}).read())"]
+        original = sandbox._read_only_roots
+        try:
+            sandbox._read_only_roots = lambda: roots
+            cmd = sandbox.command(argv, tmp_path / "rw", tmp_path / "lib", uid=uid)
+        finally:
+            sandbox._read_only_roots = original
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=60, env={"PATH": os.defpath}, **sandbox.start_as(uid)
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "seen"
+    finally:
+        (host / "marker").unlink(missing_ok=True)
+        host.rmdir()
+
+
 def test_a_snapshot_refuses_links_and_special_files(tmp_path):
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / EX2).write_text("x")

@@ -112,6 +112,9 @@ def command(argv: list[str], scratch: Path, lib: Path, *, uid: int | None, mode:
             args += ["--symlink", os.readlink(host), host]
         elif os.path.isdir(host):
             args += ["--ro-bind", host, host]
+    # /proc, /dev and /tmp first: a read-only root under /tmp (an environment in a scratch clone)
+    # is then bound over the private /tmp instead of hidden by it.
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     roots = _read_only_roots()
     for root in roots:
         args += _dirs_above(root, made) + ["--ro-bind", root, root]
@@ -120,7 +123,6 @@ def command(argv: list[str], scratch: Path, lib: Path, *, uid: int | None, mode:
     for path in hidden:
         if any(path == r or path.startswith(r + "/") for r in roots) and os.path.isdir(path):
             args += ["--tmpfs", path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     args += _dirs_above(LIB, made) + ["--ro-bind", str(lib), LIB, "--bind", str(scratch), SCRATCH]
     args += ["--chdir", f"{SCRATCH}/work"]
     if mode == "root":
