@@ -68,8 +68,7 @@ import numpy as np
 
 from ._checks import _fraction, _positive, _positive_int
 from .hardware import as_gpu, bytes_per_element
-from .interconnect import LinkSpec, NodeSpec, _as_link
-from .interconnect import node as _node_by_name
+from .interconnect import LinkSpec, NodeSpec, _as_link, _as_node
 from .roofline import Roof
 from .transformer import (
     inference_flops_per_token,
@@ -312,11 +311,7 @@ def latency_crossover_bytes(collective, n_ranks, alpha_seconds, bytes_per_s, alg
 
 def as_node(value) -> NodeSpec:
     """Accept a :class:`~roofline_lib.interconnect.NodeSpec` or a node name ("8x H100")."""
-    if isinstance(value, NodeSpec):
-        return value
-    if isinstance(value, str):
-        return _node_by_name(value)
-    raise TypeError(f"node must be a NodeSpec or a node name such as '8x H100', got {value!r} ({type(value).__name__})")
+    return _as_node(value, "value")
 
 
 _HIERARCHICAL = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
@@ -365,7 +360,9 @@ class NodeCollectiveCost:
         )
 
 
-def node_collective_cost(collective, message_bytes, n_gpus, node, alpha_seconds=0.0) -> NodeCollectiveCost:
+def node_collective_cost(
+    collective, message_bytes, n_gpus, node, alpha_seconds=0.0, *, gpus_per_node=None
+) -> NodeCollectiveCost:
     """A collective across whole nodes, hierarchical and rail-aligned (see the module docstring).
 
     ``node`` is a :class:`~roofline_lib.interconnect.NodeSpec` or its name; ``n_gpus`` either fits
@@ -382,15 +379,24 @@ def node_collective_cost(collective, message_bytes, n_gpus, node, alpha_seconds=
     ==============  ============================  ===============================  ==================
 
     ``seconds = steps * alpha + max(NVLink bytes / NVLink, egress bytes / node egress)``.
+
+    ``gpus_per_node`` (default: as many as fit, up to the node's) is how many of the group's GPUs
+    share each node, for a group laid across nodes with a stride (a data-parallel group beside
+    a tensor-parallel one): the group then drives only its members' NICs, ``g / n_gpus_of_node``
+    of the node's egress.
     """
     c = _collective_key(collective)
     if c not in _HIERARCHICAL:
         raise ValueError(f"collective must be one of {', '.join(_HIERARCHICAL)} across nodes, got {collective!r}")
-    spec = as_node(node)
+    spec = _as_node(node, "node")
     s = _positive(message_bytes, "message_bytes", "bytes")
     n = _ranks(n_gpus, c, "n_gpus")
     alpha = _positive(alpha_seconds, "alpha_seconds", "seconds", allow_zero=True)
     g_node = spec.n_gpus
+    if gpus_per_node is not None:
+        g_node = _positive_int(gpus_per_node, "gpus_per_node", "GPUs of the group in each node")
+        if g_node > spec.n_gpus:
+            raise ValueError(f"gpus_per_node must be at most the node's {spec.n_gpus} GPUs, got {gpus_per_node!r}")
     if n <= g_node:
         g, m = n, 1
     elif n % g_node:
@@ -401,7 +407,7 @@ def node_collective_cost(collective, message_bytes, n_gpus, node, alpha_seconds=
     else:
         g, m = g_node, n // g_node
     up = spec.scale_up_bytes_per_s
-    egress_bw = spec.scale_out_bytes_per_s
+    egress_bw = spec.scale_out_bytes_per_s_per_gpu * g  # the group's members' NICs
     if c == "all_to_all":
         intra = (g - 1) / n * s  # the chunks for the node's other GPUs
         egress = g * (n - g) / n * s  # every GPU's chunks for the other nodes

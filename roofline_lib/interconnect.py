@@ -449,3 +449,14 @@ def node_registry() -> Mapping[str, NodeSpec]:
 def node(name: str) -> NodeSpec:
     """Look a node up by name ("8x H100", "DGX H100", "8x-h100")."""
     return _NODE_REGISTRY.lookup(name)
+
+
+def _as_node(value, param: str) -> NodeSpec:
+    """A NodeSpec or a node name, for a caller whose parameter is called ``param`` (named in a refusal)."""
+    if isinstance(value, NodeSpec):
+        return value
+    if isinstance(value, str):
+        return _NODE_REGISTRY.lookup(value, param)
+    raise TypeError(
+        f"node must be a NodeSpec or a node name such as '8x H100', got {param}={value!r} ({type(value).__name__})"
+    )

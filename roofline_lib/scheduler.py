@@ -40,7 +40,7 @@ import numpy as np
 
 from ._checks import _positive, _positive_int, _text
 from .comms import collective_cost
-from .serving import POLICIES, Chunk, RequestTimes, Server, step_time
+from .serving import POLICIES, Chunk, RequestTimes, Server, _as_server, step_time
 
 __all__ = [
     "Request",
@@ -314,8 +314,7 @@ def _serve(
 
 def simulate(trace, server: Server, policy, **policy_options) -> ServingRun:
     """:func:`run_policy` with each step priced by :func:`~roofline_lib.serving.step_time` on ``server``."""
-    if not isinstance(server, Server):
-        raise TypeError(f"server must be a Server (rl.serving_server(cfg, gpu)), got {type(server).__name__}")
+    server = _as_server(server)
     return run_policy(trace, lambda work: step_time(server, [c for _, c in work]).seconds, policy, **policy_options)
 
 

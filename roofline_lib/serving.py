@@ -44,7 +44,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from ._checks import _fraction, _positive, _positive_int, _text
+from ._checks import _flag, _fraction, _positive, _positive_int, _text
 from .hardware import GPUSpec
 from .inference import decode_step_bytes_of, kv_cache_bytes_per_token, precision_for_bytes
 from .roofline import Roof, roof
@@ -70,6 +70,11 @@ __all__ = [
     "prefix_cache_savings",
     "SteadyState",
     "steady_state",
+    "StepCounts",
+    "step_counts",
+    "FRONTIER_BATCHES",
+    "steady_frontier",
+    "best_steady_state",
 ]
 
 #: The batching policies the course models, in the order the chapter meets them.
@@ -104,6 +109,22 @@ class Server:
         return self.cfg.n_params() * self.bytes_per_param
 
 
+def _as_server(value, param: str = "server") -> Server:
+    """``value`` if it is a :class:`Server`; else a refusal naming ``param``."""
+    if not isinstance(value, Server):
+        raise TypeError(
+            f"{param} must be a Server (rl.serving_server(cfg, gpu)), got {param}={value!r} ({type(value).__name__})"
+        )
+    return value
+
+
+def _sequence(value, param: str, what: str) -> tuple:
+    """``value`` as a tuple, refusing a non-iterable (or a string) by name."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{param} must be a sequence of {what}, got {param}={value!r} ({type(value).__name__})")
+    return tuple(value)
+
+
 def serving_server(
     cfg, hardware, *, bytes_per_param=2, kv_bytes_per_elem=None, precision=None, overhead_seconds=0.0
 ) -> Server:
@@ -126,7 +147,10 @@ def serving_server(
         the_roof = Roof.of_gpu(hardware, precision or precision_for_bytes(b))
         capacity = hardware.hbm_capacity_bytes
     else:
-        the_roof = roof(hardware)
+        try:
+            the_roof = roof(hardware)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"hardware: {err}") from None
         capacity = None
     return Server(cfg, the_roof, b, kv, capacity, overhead, f"{cfg.name or 'model'} on {the_roof.label}")
 
@@ -200,9 +224,8 @@ def _flop_parts(cfg: TransformerConfig) -> tuple[float, float, float]:
 
 def step_time(server: Server, chunks) -> StepTime:
     """Price one step of ``chunks`` (:class:`Chunk`, one per request) on ``server``'s roof."""
-    if not isinstance(server, Server):
-        raise TypeError(f"server must be a Server (rl.serving_server(cfg, gpu)), got {type(server).__name__}")
-    chunks = tuple(chunks)
+    server = _as_server(server)
+    chunks = _sequence(chunks, "chunks", "Chunk(tokens, offset, logits)")
     if not chunks or not all(isinstance(c, Chunk) for c in chunks):
         raise ValueError(f"chunks must be one or more Chunk(tokens, offset, logits), got {chunks!r}")
     cfg = server.cfg
@@ -235,6 +258,7 @@ def step_time(server: Server, chunks) -> StepTime:
 
 def prefill_step(server: Server, prompt_len, *, batch=1, cached_prefix=0) -> StepTime:
     """``batch`` prompts of ``prompt_len`` tokens in one step; ``cached_prefix`` of each already cached."""
+    server = _as_server(server)
     p = _positive_int(prompt_len, "prompt_len", "tokens")
     k = int(_positive(cached_prefix, "cached_prefix", "tokens", allow_zero=True))
     if k >= p:
@@ -244,6 +268,7 @@ def prefill_step(server: Server, prompt_len, *, batch=1, cached_prefix=0) -> Ste
 
 def decode_step(server: Server, batch, context_len) -> StepTime:
     """One decode token for each of ``batch`` sequences, each attending to ``context_len`` keys."""
+    server = _as_server(server)
     b = _positive_int(batch, "batch", "sequences")
     c = _positive_int(context_len, "context_len", "tokens")
     return step_time(server, [Chunk(1, c - 1)] * b)
@@ -254,10 +279,15 @@ def mixed_step(server: Server, decode_contexts, prefill_tokens, prefill_offset=0
 
     ``last``: the chunk ends its prompt, so its last row's logits (the first output token) are computed.
     """
-    contexts = [_positive_int(c, "decode_contexts", "tokens") for c in decode_contexts]
+    server = _as_server(server)
+    contexts = [
+        _positive_int(c, "decode_contexts", "tokens")
+        for c in _sequence(decode_contexts, "decode_contexts", "context lengths")
+    ]
     n = _positive_int(prefill_tokens, "prefill_tokens", "tokens")
     o = int(_positive(prefill_offset, "prefill_offset", "tokens", allow_zero=True))
-    return step_time(server, [Chunk(1, c - 1) for c in contexts] + [Chunk(n, o, 1 if last else 0)])
+    logits = 1 if _flag(last, "last") else 0
+    return step_time(server, [Chunk(1, c - 1) for c in contexts] + [Chunk(n, o, logits)])
 
 
 @dataclass(frozen=True)
@@ -333,6 +363,7 @@ def kv_capacity(
     the runtime), less the weights. Refuses a server with no known capacity or a model that
     leaves no room.
     """
+    server = _as_server(server)
     kind = _text(allocation, "allocation", "'paged' or 'contiguous'")
     if kind not in ("paged", "contiguous"):
         raise ValueError(f"allocation must be 'paged' or 'contiguous', got {allocation!r}")
@@ -407,6 +438,7 @@ def speculative_decoding(target: Server, draft: Server, batch, context_len, alph
     batch the check is compute-bound, costs about ``gamma + 1`` decode steps, and speculation
     loses.
     """
+    target, draft = _as_server(target, "target"), _as_server(draft, "draft")
     b = _positive_int(batch, "batch", "sequences")
     c = _positive_int(context_len, "context_len", "tokens")
     g = _positive_int(gamma, "gamma", "draft tokens")
@@ -449,6 +481,7 @@ def prefix_cache_savings(server: Server, prompt_len, cached_prefix) -> PrefixSav
     The cached tokens are neither multiplied by the weights nor attended from; the new tokens
     still attend to them, so the saving is a little less than the cached share of the prompt.
     """
+    server = _as_server(server)
     full = prefill_step(server, prompt_len)
     cached = prefill_step(server, prompt_len, cached_prefix=cached_prefix)
     return PrefixSavings(int(prompt_len), int(cached_prefix), full.flops, cached.flops, full.seconds, cached.seconds)
@@ -496,6 +529,7 @@ def steady_state(
       = the slower of the two, per device; TTFT = prefill (the first token comes from the
       prefill device); ``transfer_seconds`` of KV transfer delay the second token.
     """
+    server = _as_server(server)
     kind = _text(policy, "policy", "a batching policy")
     if kind not in POLICIES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
@@ -531,3 +565,71 @@ def steady_state(
         sustainable = 1 / prefill.seconds >= b / (o * decode.seconds)
         ttft, tps = prefill.seconds, requests_per_s * o / devices
     return SteadyState(kind, b, tpot, ttft, tps, decode.bound, devices, sustainable)
+
+
+#: Batch sizes the steady-state frontier tries: powers of two, 1 to 1024.
+FRONTIER_BATCHES = tuple(2**i for i in range(11))
+
+
+def steady_frontier(server: Server, policy, prompt_len, output_len, *, chunk_tokens=None, block_tokens=16):
+    """:func:`steady_state` at each batch of :data:`FRONTIER_BATCHES` whose paged KV cache fits.
+
+    Where the server's capacity is known, batches above :func:`kv_capacity`'s ``max_requests``
+    are left out (the frontier ends where memory does).
+    """
+    server = _as_server(server)
+    limit = max(FRONTIER_BATCHES)
+    if server.capacity_bytes is not None:
+        limit = kv_capacity(server, prompt_len, output_len, block_tokens=block_tokens).max_requests
+        if limit < 1:
+            raise ValueError(
+                f"{server.name}: not one request of {prompt_len} + {output_len} tokens fits beside the weights"
+            )
+    return tuple(
+        steady_state(server, policy, b, prompt_len, output_len, chunk_tokens=chunk_tokens)
+        for b in FRONTIER_BATCHES
+        if b <= limit
+    )
+
+
+def best_steady_state(points, ttft_s, tpot_s) -> SteadyState:
+    """The highest-throughput sustainable point with TTFT <= ``ttft_s`` and TPOT <= ``tpot_s`` (seconds)."""
+    ttft = _positive(ttft_s, "ttft_s", "seconds")
+    tpot = _positive(tpot_s, "tpot_s", "seconds")
+    ok = [p for p in points if p.sustainable and p.ttft_s <= ttft and p.tpot_s <= tpot]
+    if not ok:
+        raise ValueError(
+            f"no batch meets the SLO (TTFT <= {ttft * 1e3:.4g} ms, TPOT <= {tpot * 1e3:.4g} ms): loosen it, "
+            "or change the policy, the GPU or the model"
+        )
+    return max(ok, key=lambda p: p.tokens_per_s)
+
+
+@dataclass(frozen=True)
+class StepCounts:
+    """The per-token counts :func:`step_time` adds up, for a dense model (the website explorer's input).
+
+    A step of ``T`` new tokens reads ``weight_bytes_fixed + T * weight_bytes_per_token`` of weights;
+    its FLOPs are ``T * body_flops_per_token + keys * score_flops_per_key + rows * unembed_flops_per_row``.
+    """
+
+    body_flops_per_token: float
+    score_flops_per_key: float
+    unembed_flops_per_row: float
+    weight_bytes_fixed: float
+    weight_bytes_per_token: float
+    kv_bytes_per_token: float
+    stored_weight_bytes: float
+
+
+def step_counts(server: Server) -> StepCounts:
+    """:class:`StepCounts` of ``server``; refuses a mixture of experts or a sliding window (not linear)."""
+    cfg = _as_server(server).cfg
+    if cfg.is_moe or cfg.sliding_window is not None:
+        raise ValueError(
+            f"{cfg.name or 'this model'} has experts or a sliding window: its step is not linear in the tokens; "
+            "use step_time"
+        )
+    body, per_key, unembed = _flop_parts(cfg)
+    one, two = _weights_read(cfg, 1, server.bytes_per_param), _weights_read(cfg, 2, server.bytes_per_param)
+    return StepCounts(body, per_key, unembed, 2 * one - two, two - one, server.kv_bytes_per_token, server.weight_bytes)

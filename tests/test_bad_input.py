@@ -163,6 +163,34 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "rl.decode_flops_per_token": {"cfg": lambda: _config()},
     "rl.model_decode_ceiling": {"cfg": lambda: _config()},
     "kernels.predict_seconds": {"count": lambda: rl.gemm(64, 64, 64), "bytes_per_s": None},
+    "rl.as_node": {"value": "8x H100"},
+    "rl.node_collective_cost": {"node": "8x H100", "n_gpus": 16},
+    "rl.serving_server": {"cfg": lambda: _config(), "hardware": "H100"},
+    "rl.step_time": {"server": lambda: _server(), "chunks": lambda: [rl.Chunk(4, 0, 1)]},
+    "rl.prefill_step": {"server": lambda: _server(), "prompt_len": 64},
+    "rl.decode_step": {"server": lambda: _server(), "batch": 4, "context_len": 64},
+    "rl.mixed_step": {"server": lambda: _server(), "decode_contexts": (64, 32), "prefill_tokens": 16},
+    "rl.kv_capacity": {"server": lambda: _server(), "prompt_len": 64, "output_len": 16},
+    "rl.expected_tokens_per_step": {"alpha": 0.8, "gamma": 4},
+    "rl.speculative_decoding": {
+        "target": lambda: _server(),
+        "draft": lambda: _server(),
+        "batch": 1,
+        "context_len": 64,
+        "alpha": 0.8,
+        "gamma": 4,
+    },
+    "rl.prefix_cache_savings": {"server": lambda: _server(), "prompt_len": 64, "cached_prefix": 32},
+    "rl.steady_state": {
+        "server": lambda: _server(),
+        "policy": "continuous",
+        "batch": 4,
+        "prompt_len": 64,
+        "output_len": 16,
+    },
+    "rl.step_counts": {"server": lambda: _server()},
+    "rl.steady_frontier": {"server": lambda: _server(), "policy": "continuous", "prompt_len": 64, "output_len": 16},
+    "rl.poisson_trace": {"n_requests": 4, "rate_per_s": 2.0, "prompt_len": 64, "output_len": 16, "seed": 1},
 }
 
 #: Public names that are not called here, and why. Classes are data holders the library builds
@@ -231,6 +259,12 @@ NOT_CALLED: dict[str, str] = {
     "grading.run_grade": "takes exercise paths and executes them",
     "grading.main": "the command line; tested in test_grading and test_cli",
     "cli.main": "the command line; tested in test_cli",
+    "rl.run_policy": "takes a request trace and a step executor (a callable); its refusals are in test_serving",
+    "rl.simulate": "takes a request trace (poisson_trace's, validated there); its refusals are in test_serving",
+    "rl.simulate_disaggregated": "takes a request trace and two Servers; its refusals are in test_serving",
+    "rl.frontier": "runs the scheduler at each arrival rate; its refusals are in test_serving",
+    "rl.best_steady_state": "takes steady_frontier's points; its refusals of the SLO are in test_serving",
+    "rl.best_under_slo": "takes frontier points and an SLO; its refusals are in test_serving",
 }
 
 #: Classes whose constructor is public input (a reader builds one by hand), so it must refuse too.
@@ -256,6 +290,10 @@ CONSTRUCTOR_VALUES: dict[str, dict[str, Any]] = {
 
 def _config():
     return rl.TransformerConfig(d_model=512, d_ff=2048, n_layers=4, n_heads=8, vocab=32000, seq_len=128)
+
+
+def _server():
+    return rl.serving_server(_config(), "H100")
 
 
 def _ceilings():
