@@ -98,15 +98,21 @@ BOOK_OK := _build/.strict-build-passed
 BOOK_ALL_INPUTS := $(STAMP) _config.yml _toc.yml jupytext.toml references.bib \
   $(filter roofline_lib/% book/_ext/%,$(BOOK_SOURCES))
 BOOK_ALL_OK := _build/.all-inputs-built
+# A page changed since the last build that passed is touched before the build, so Sphinx reads it
+# again even if a failed build read it since (a failing chapter keeps failing until it is fixed).
 $(BOOK_OK): $(STAMP) $(BOOK_SOURCES)
 	@rm -f $@
-	@mkdir -p _build && touch _build/.build-started
+	@mkdir -p _build
 	@if [ -f $(BOOK_ALL_OK) ] && [ -d $(BUILD) ] && \
 	    [ -z "$$(find $(BOOK_ALL_INPUTS) -newer $(BOOK_ALL_OK) 2>/dev/null | head -n 1)" ]; then \
-	  echo "==> rebuilding what changed: $(filter-out $(BOOK_ALL_INPUTS),$?)"; \
-	  $(VENV)/bin/jupyter-book build . $(JB_CHANGED) || { touch $(filter-out $(BOOK_ALL_INPUTS),$?); exit 1; }; \
+	  changed="$$(find $(filter-out $(BOOK_ALL_INPUTS),$(BOOK_SOURCES)) -newer $(BOOK_ALL_OK) 2>/dev/null)"; \
+	  echo "==> rebuilding what changed since the last build that passed: $${changed:-nothing}"; \
+	  [ -z "$$changed" ] || touch $$changed; \
+	  touch _build/.build-started; \
+	  $(VENV)/bin/jupyter-book build . $(JB_CHANGED); \
 	else \
 	  echo "==> the library, configuration or environment changed (or no build yet): executing every page"; \
+	  touch _build/.build-started; \
 	  $(VENV)/bin/jupyter-book build . $(JB_STRICT); \
 	fi
 	@mv _build/.build-started $(BOOK_ALL_OK)
