@@ -325,3 +325,25 @@ def test_the_keys_functions_agree_with_the_library_on_their_probes(seed):
                 assert got == pytest.approx(want, rel=1e-9), probe.id
             checked += 1
     assert checked >= 15  # 5 ceilings, 4 + 4 sweeps, 5 steps, and their refusals
+
+
+def test_the_keys_sweep_decides_the_bound_as_the_library_does_on_either_side_of_the_ridge():
+    # Drawn probes may miss the band just below a ridge, so a key whose rule drifted there (a
+    # ridge off by a factor of two) would pass the probe test above. A chip with 1e15 FLOP/s in
+    # bf16, 2e15 in fp8 and 1e12 B/s has ridges of 1,000 and 2,000 FLOP/byte; each format is swept
+    # at intensities from 0.3 to 3 times its ridge, the ridge itself included (compute-bound).
+    datasheet = {"hbm_bytes_per_s": 1e12, "peak_flops_per_s": {"bf16": 1e15, "fp8": 2e15}}
+    elems = 2**20
+    seen = set()
+    for dtype, peak in datasheet["peak_flops_per_s"].items():
+        ridge = peak / datasheet["hbm_bytes_per_s"]
+        for factor in (0.3, 0.55, 0.99, 1.0, 1.01, 3.0):
+            flops = factor * ridge * elems * K.WIDTHS[dtype]  # intensity = factor * ridge
+            roof_seconds = max(flops / peak, elems * K.WIDTHS[dtype] / datasheet["hbm_bytes_per_s"])
+            seconds = {dtype: 2 * roof_seconds}  # half the roof: a plausible measurement
+            got = K.ref_sweep(flops, elems, seconds, datasheet)[dtype]
+            want = _library_sweep(flops, elems, seconds, datasheet)[dtype]
+            assert got["bound"] == want.bound == ("memory" if factor < 1 else "compute"), (dtype, factor)
+            assert got["ceiling_flops_per_s"] == pytest.approx(want.ceiling_flops_per_s, rel=1e-12)
+            seen.add(got["bound"])
+    assert seen == {"memory", "compute"}
