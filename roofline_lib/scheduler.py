@@ -102,15 +102,16 @@ def poisson_trace(n_requests, rate_per_s, prompt_len, output_len, *, seed) -> tu
 
 
 class _State:
-    __slots__ = ("req", "done", "generated", "first", "finish", "reserved")
+    __slots__ = ("req", "done", "generated", "first", "finish", "reserved", "last")
 
-    def __init__(self, req: Request, prefilled: bool):
+    def __init__(self, req: Request, prefilled: bool, last: float | None = None):
         self.req = req
         self.done = req.prompt_len if prefilled else req.cached_prefix  # prompt tokens in the cache
         self.generated = 1 if prefilled else 0
         self.first = None
         self.finish = None
         self.reserved = 0
+        self.last = last  # when its latest token came out (a prefilled request: its first token's time)
 
     @property
     def decoding(self) -> bool:
@@ -126,6 +127,7 @@ class ServingRun:
     steps: int
     busy_s: float  # time the server spent in steps
     devices: int = 1
+    gaps_s: tuple[float, ...] = ()  # every wait between two consecutive tokens of a request, seconds
 
     def _pct(self, values, q) -> float:
         return float(np.percentile(values, _positive(q, "q", "percent")))
@@ -137,6 +139,16 @@ class ServingRun:
     def tpot(self, q=50) -> float:
         """The ``q``-th percentile TPOT, seconds."""
         return self._pct([t.tpot_s for t in self.times], q)
+
+    def tbt(self, q=99) -> float:
+        """The ``q``-th percentile time between tokens, over every token after a first, seconds.
+
+        TPOT is a request's *mean* gap; a prefill that stalls the running decodes for one long
+        step hardly moves it, but shows here (Sarathi-Serve's P99 TBT).
+        """
+        if not self.gaps_s:
+            raise ValueError("this run recorded no gaps between tokens")
+        return self._pct(self.gaps_s, q)
 
     @property
     def makespan_s(self) -> float:
@@ -193,14 +205,17 @@ def run_policy(
     block_tokens=16,
     max_seq_len=None,
     prefilled=False,
+    first_token_s=None,
 ) -> ServingRun:
     """Serve ``trace`` under ``policy``; ``execute(work)`` runs one step and returns its seconds.
 
     ``work`` is a list of ``(request, Chunk)`` pairs. ``prefilled`` starts every request with
-    its prompt cached and first token out (a decode server fed by a prefill server).
+    its prompt cached and first token out (a decode server fed by a prefill server);
+    ``first_token_s`` (request id -> seconds) says when that first token came out, so that the
+    gap to the second token counts the transfer and the wait (default: the request's arrival).
     """
     kind = _text(policy, "policy", "a batching policy")
-    finished, steps, busy = _serve(
+    finished, steps, busy, gaps = _serve(
         trace,
         execute,
         kind,
@@ -211,12 +226,13 @@ def run_policy(
         block_tokens=block_tokens,
         max_seq_len=max_seq_len,
         prefilled=prefilled,
+        first_token_s=first_token_s,
     )
     times = tuple(
         RequestTimes(s.req.arrival_s, s.first if s.first is not None else s.req.arrival_s, s.finish, s.req.output_len)
         for s in finished
     )
-    return ServingRun(kind, times, steps, busy)
+    return ServingRun(kind, times, steps, busy, gaps_s=tuple(gaps))
 
 
 def _serve(
@@ -232,8 +248,9 @@ def _serve(
     max_seq_len=None,
     prefilled=False,
     first_token_only=False,
+    first_token_s=None,
 ):
-    """The event loop: (finished request states by id, steps, busy seconds)."""
+    """The event loop: (finished request states by id, steps, busy seconds, gaps between tokens)."""
     if kind not in POLICIES[:3]:
         raise ValueError(
             f"policy must be one of {', '.join(POLICIES[:3])} (disaggregated: simulate_disaggregated), got {kind!r}"
@@ -274,7 +291,9 @@ def _serve(
                     f"request {r.id} reserves {reservation(r)} KV tokens, over kv_capacity_tokens {kv_cap}"
                 )
 
-    pending = deque(_State(r, prefilled) for r in reqs)
+    firsts = first_token_s or {}
+    pending = deque(_State(r, prefilled, firsts.get(r.id, r.arrival_s) if prefilled else None) for r in reqs)
+    gaps: list[float] = []
     waiting: deque[_State] = deque()
     running: list[_State] = []
     finished: list[_State] = []
@@ -299,17 +318,19 @@ def _serve(
         for s, chunk in work:
             if s.decoding:
                 s.generated += 1
+                gaps.append(t - s.last)
+                s.last = t
             else:
                 s.done += chunk.tokens
                 if s.decoding:
-                    s.generated, s.first = 1, t
+                    s.generated, s.first, s.last = 1, t, t
             if s.generated >= s.req.output_len or (first_token_only and s.generated == 1):
                 s.finish = t
                 running.remove(s)
                 kv_used -= s.reserved
                 finished.append(s)
     finished.sort(key=lambda s: s.req.id)
-    return finished, steps, busy
+    return finished, steps, busy, gaps
 
 
 def simulate(trace, server: Server, policy, **policy_options) -> ServingRun:
@@ -330,7 +351,7 @@ def simulate_disaggregated(
     per device (two of them).
     """
     reqs = tuple(trace)
-    pre, _, _ = _serve(
+    pre, _, _, _ = _serve(
         reqs,
         lambda work: step_time(prefill_server, [c for _, c in work]).seconds,
         "continuous",
@@ -349,13 +370,14 @@ def simulate_disaggregated(
         "continuous",
         max_batch=max_batch,
         prefilled=True,
+        first_token_s=first,
     )
     by_id = {r.id: r for r in reqs}
     times = tuple(
         RequestTimes(by_id[i].arrival_s, first[i], t.finish_s, by_id[i].output_len)
         for i, t in zip(sorted(first), dec.times)
     )
-    return ServingRun("disaggregated", times, dec.steps, dec.busy_s, devices=2)
+    return ServingRun("disaggregated", times, dec.steps, dec.busy_s, devices=2, gaps_s=dec.gaps_s)
 
 
 @dataclass(frozen=True)

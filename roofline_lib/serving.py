@@ -64,6 +64,7 @@ __all__ = [
     "KVCapacity",
     "kv_capacity",
     "expected_tokens_per_step",
+    "speculative_speedup",
     "SpeculativeDecoding",
     "speculative_decoding",
     "PrefixSavings",
@@ -411,6 +412,18 @@ def expected_tokens_per_step(alpha, gamma) -> float:
     if a == 1:
         return float(g + 1)
     return (1 - a ** (g + 1)) / (1 - a)
+
+
+def speculative_speedup(alpha, gamma, draft_cost) -> float:
+    """Leviathan et al.'s expected walltime improvement: ``E / (gamma * draft_cost + 1)``.
+
+    ``E`` is :func:`expected_tokens_per_step`; ``draft_cost`` is the time of one draft step over
+    one target step (their ``c``), and the target's check of ``gamma + 1`` tokens is assumed to
+    cost one target step, which holds while decode is memory-bound. :func:`speculative_decoding`
+    prices both sides on a roof instead, and finds where that assumption breaks.
+    """
+    c = _positive(draft_cost, "draft_cost", "draft steps per target step", allow_zero=True)
+    return expected_tokens_per_step(alpha, gamma) / (_positive_int(gamma, "gamma", "draft tokens") * c + 1)
 
 
 @dataclass(frozen=True)

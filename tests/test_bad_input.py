@@ -172,6 +172,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "rl.mixed_step": {"server": lambda: _server(), "decode_contexts": (64, 32), "prefill_tokens": 16},
     "rl.kv_capacity": {"server": lambda: _server(), "prompt_len": 64, "output_len": 16},
     "rl.expected_tokens_per_step": {"alpha": 0.8, "gamma": 4},
+    "rl.speculative_speedup": {"alpha": 0.8, "gamma": 4, "draft_cost": 0.05},
     "rl.speculative_decoding": {
         "target": lambda: _server(),
         "draft": lambda: _server(),

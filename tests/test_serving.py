@@ -122,6 +122,17 @@ def test_continuous_batching_prefills_a_newcomer_while_the_running_decode_waits(
     assert run.steps == 4
 
 
+def test_the_gaps_between_tokens_show_the_stall_a_prefill_puts_in_the_running_decode():
+    run = sch.run_policy(TRACE, _flat, "continuous", max_batch=4)
+    # R0's first token at 1.0, its second waits for R1's prefill (1-2) and a decode: 2.1 - 1.0 = 1.1;
+    # then R1 2.0 -> 2.1 and R0 2.1 -> 2.2, 0.1 each
+    assert run.gaps_s == pytest.approx((1.1, 0.1, 0.1))
+    assert run.tbt(100) == pytest.approx(1.1)  # the worst gap
+    assert run.times[0].tpot_s == pytest.approx(0.6)  # the mean, (1.1 + 0.1) / 2, hides half of it
+    static = sch.run_policy(TRACE, _flat, "static", max_batch=4)
+    assert static.tbt(100) == pytest.approx(0.1)  # static never puts a prefill between two tokens
+
+
 def test_static_batching_makes_a_newcomer_wait_for_the_whole_batch():
     run = sch.run_policy(TRACE, _flat, "static", max_batch=4)
     r0, r1 = run.times
@@ -158,6 +169,7 @@ def test_disaggregated_serving_prices_the_kv_transfer_on_the_link(toy):
     assert r.ttft_s == pytest.approx(6.336)  # the prefill (compute-bound, above)
     # 16 tokens * 8 bytes = 128 bytes at 64 MB/s = 2 us; decode at context 17: (176 + 17 * 8) / 100 = 3.12 s
     assert r.finish_s == pytest.approx(6.336 + 2e-6 + 3.12, abs=1e-9)
+    assert run.gaps_s == pytest.approx((2e-6 + 3.12,))  # the second token waits for the transfer too
     assert run.devices == 2
 
 
@@ -224,12 +236,22 @@ def test_speculation_pays_while_decode_is_memory_bound_and_loses_at_a_large_batc
     assert nothing.speedup < 1  # every draft rejected: the draft's time is pure loss
 
 
+def test_leviathans_speedup_closed_form_by_hand():
+    # alpha 0.5, gamma 2: E = 1.75 tokens; a draft step costing 0.125 of the target's: 1.75 / (2 * 0.125 + 1) = 1.4
+    assert sv.speculative_speedup(0.5, 2, 0.125) == pytest.approx(1.4)
+    assert sv.speculative_speedup(0.0, 4, 0.1) == pytest.approx(1 / 1.4)  # nothing accepted: pure loss
+    assert sv.speculative_speedup(1.0, 4, 0.0) == 5.0  # a free, perfect draft: gamma + 1
+    with pytest.raises(ValueError, match="draft_cost must be"):
+        sv.speculative_speedup(0.5, 2, -1)
+
+
 def test_speculation_matches_leviathans_closed_form_when_the_check_costs_one_step():
     target = sv.serving_server(rl.model_config("llama-3-8b"), "H100")
     draft = sv.serving_server(_draft(), "H100")
     s = sv.speculative_decoding(target, draft, 1, 1024, 0.7, 3)
     c = s.draft_seconds / 3 / s.plain_seconds  # the draft's cost per step, relative
     closed = (1 - 0.7**4) / ((1 - 0.7) * (3 * c + 1))
+    assert sv.speculative_speedup(0.7, 3, c) == pytest.approx(closed)
     assert s.verify_seconds == pytest.approx(s.plain_seconds, rel=1e-3)  # memory-bound: the same bytes
     assert s.speedup == pytest.approx(closed, rel=1e-3)
 
