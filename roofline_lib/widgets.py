@@ -50,6 +50,7 @@ __all__ = [
     "flop_share_explorer",
     "mfu_explorer",
     "collective_explorer",
+    "serving_explorer",
 ]
 
 _TERA = 1e12  # FLOP/s -> TFLOP/s at the edge
@@ -794,6 +795,155 @@ def collective_explorer(
 
     explorer = Explorer(
         controls, fig, recompute, title="Collective cost explorer", site_mode="comms", site_state=site_state
+    )
+    explorer.update()
+    return explorer
+
+
+# --------------------------------------------------------------------------- serving
+
+_SLO_LOG10 = (-3.0, 1.0)  # SLO sliders: 1 ms to 10 s
+_POLICY_LABELS = {
+    "static": "static batching",
+    "continuous": "continuous batching",
+    "chunked": "continuous + chunked prefill",
+    "disaggregated": "disaggregated prefill/decode",
+}
+
+
+def _serving_precision(spec) -> str:
+    """The 2-byte precision a chip serves in: bf16, else fp16 (a V100 has no bf16)."""
+    return "bf16" if spec.has("bf16") else "fp16"
+
+
+def _serving_readout(label: str, best, limit: int) -> str:
+    """The sentence under the serving figure: the operating point and what bounds it."""
+    return (
+        f"{label}: best under the SLO at <b>batch {best.batch}</b>, "
+        f"<b>{_fmt(best.tokens_per_s)} output tokens/s per GPU</b>, TPOT {best.tpot_s * 1e3:.3g} ms, "
+        f"TTFT {best.ttft_s * 1e3:.3g} ms; decode is {best.decode_bound}-bound there. "
+        f"The paged KV cache holds {limit:,} such requests at most."
+    )
+
+
+def serving_explorer(
+    model: str = "llama-3-8b",
+    gpu="H100",
+    policy: str = "chunked",
+    prompt_len: int = 1024,
+    output_len: int = 256,
+    chunk_tokens: int = 2048,
+    slo_ttft_s: float = 0.5,
+    slo_tpot_s: float = 0.03,
+) -> Explorer:
+    """A GPU, a batching policy and an SLO -> the latency-throughput frontier and the best point on it.
+
+    Each curve is :func:`~roofline_lib.serving.steady_frontier` for one policy: batch 1, 2, 4, ...
+    up to what the paged KV cache allows, TPOT against output tokens/s per GPU (sustainable
+    points only). The chosen policy is drawn bold, the TPOT objective as a dashed line, and the
+    operating point (:func:`~roofline_lib.serving.best_steady_state`) as a ring. ``model`` is a
+    dense shipped model without a sliding window (the website explorer computes from its
+    :func:`~roofline_lib.serving.step_counts`), in bf16 weights and KV cache (fp16 on a chip
+    without bf16); ``result`` is the best :class:`~roofline_lib.serving.SteadyState`.
+    """
+    from . import serving, transformer
+
+    cfg = transformer.model_config(model)
+    spec = as_gpu(gpu)
+    if not isinstance(policy, str) or policy not in serving.POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(serving.POLICIES)}, got {policy!r}")
+    ttft0 = _in_span(_positive(slo_ttft_s, "slo_ttft_s", "seconds"), _SLO_LOG10, "slo_ttft_s", "seconds")
+    tpot0 = _in_span(_positive(slo_tpot_s, "slo_tpot_s", "seconds"), _SLO_LOG10, "slo_tpot_s", "seconds")
+    p0 = _positive_int(prompt_len, "prompt_len", "tokens")
+    o0 = _positive_int(output_len, "output_len", "tokens")
+    c0 = _positive_int(chunk_tokens, "chunk_tokens", "tokens")
+    counts = serving.step_counts(serving.serving_server(cfg, spec, precision=_serving_precision(spec)))  # dense only
+
+    controls = {
+        "gpu": _gpu_dropdown(spec),
+        "policy": w.Dropdown(
+            options=[(label, key) for key, label in _POLICY_LABELS.items()],
+            value=policy,
+            description="policy",
+            layout=w.Layout(width="22em"),
+        ),
+        "slo_tpot_s": _log_slider(tpot0, _SLO_LOG10, "TPOT SLO (s)"),
+        "slo_ttft_s": _log_slider(ttft0, _SLO_LOG10, "TTFT SLO (s)"),
+    }
+    fig, ax = _figure()
+    lines = {}
+    for i, key in enumerate(serving.POLICIES):
+        (lines[key],) = ax.plot([1.0], [1.0], "-o", ms=3, lw=1, color=f"C{i}", label=_POLICY_LABELS[key])
+    slo_line = ax.axvline(tpot0 * 1e3, ls="--", color="0.4", lw=1)
+    (dot,) = ax.plot([1.0], [1.0], "o", color="C3", ms=10, mfc="none", mew=2, label="best under the SLO")
+    _log_axes(ax, "TPOT (ms per output token)", "output tokens/s per GPU", x_ticks=None, y_ticks=lambda v, _p: _fmt(v))
+    ax.legend(fontsize=7, loc="lower right")
+
+    def fail(message: str, title: str) -> None:
+        explorer.result = None
+        explorer.readout.value = _error(message)
+        dot.set_data([], [])
+        if title:
+            ax.set_title(title, fontsize=9)
+
+    def recompute() -> None:
+        chip = as_gpu(controls["gpu"].value)
+        chosen = controls["policy"].value
+        ttft, tpot = controls["slo_ttft_s"].value, controls["slo_tpot_s"].value
+        slo_line.set_xdata([tpot * 1e3, tpot * 1e3])
+        server = serving.serving_server(cfg, chip, precision=_serving_precision(chip))
+        try:
+            limit = serving.kv_capacity(server, p0, o0).max_requests
+            curves = {key: serving.steady_frontier(server, key, p0, o0, chunk_tokens=c0) for key in serving.POLICIES}
+        except ValueError as exc:  # the weights leave no room for a KV cache on this chip
+            for line in lines.values():
+                line.set_data([], [])
+            fail(str(exc), f"{cfg.name} on {chip.name}: does not fit")
+            return
+        everything = []
+        for key, points in curves.items():
+            ok = [p for p in points if p.sustainable]
+            lines[key].set_data([p.tpot_s * 1e3 for p in ok], [p.tokens_per_s for p in ok])
+            lines[key].set_linewidth(2.5 if key == chosen else 0.8)
+            lines[key].set_alpha(1.0 if key == chosen else 0.5)
+            everything += ok
+        xs = [p.tpot_s * 1e3 for p in everything] + [tpot * 1e3]
+        ys = [p.tokens_per_s for p in everything] or [1.0, 10.0]
+        ax.set_xlim(min(xs) / 1.5, max(xs) * 1.5)
+        ax.set_ylim(min(ys) / 2, max(ys) * 2)
+        ax.set_title(
+            f"{cfg.name} on {chip.name}, {p0} prompt + {o0} output tokens: frontier over batch size", fontsize=9
+        )
+        try:
+            best = serving.best_steady_state(curves[chosen], ttft, tpot)
+        except ValueError as exc:
+            fail(f"{_POLICY_LABELS[chosen]}: {exc}", "")
+            return
+        dot.set_data([best.tpot_s * 1e3], [best.tokens_per_s])
+        explorer.result = best
+        explorer.readout.value = _serving_readout(_POLICY_LABELS[chosen], best, limit)
+
+    def site_state() -> dict[str, object]:
+        return {
+            "gpu": controls["gpu"].value,
+            "policy": controls["policy"].value,
+            "slo_ttft_s": controls["slo_ttft_s"].value,
+            "slo_tpot_s": controls["slo_tpot_s"].value,
+            "model_name": cfg.name,
+            "prompt_len": p0,
+            "output_len": o0,
+            "chunk_tokens": c0,
+            "body_flops": counts.body_flops_per_token,
+            "key_flops": counts.score_flops_per_key,
+            "unembed_flops": counts.unembed_flops_per_row,
+            "weight_bytes_fixed": counts.weight_bytes_fixed,
+            "weight_bytes_per_token": counts.weight_bytes_per_token,
+            "kv_bytes_per_token": counts.kv_bytes_per_token,
+            "stored_weight_bytes": counts.stored_weight_bytes,
+        }
+
+    explorer = Explorer(
+        controls, fig, recompute, title="Serving frontier explorer", site_mode="serving", site_state=site_state
     )
     explorer.update()
     return explorer

@@ -67,6 +67,16 @@ function evaluateCases(X, cases) {
       if (c.op === "crossover") {
         return X.latencyCrossoverBytes(c.collective, c.n_ranks, c.alpha_seconds, c.link, c.algorithm);
       }
+      if (c.op === "steady") {
+        return X.steadyState(c.counts, c.gpu, c.policy, c.batch, c.prompt_len, c.output_len, c.chunk_tokens);
+      }
+      if (c.op === "serving_decode") return X.servingDecode(c.counts, c.gpu, c.batch, c.context_len);
+      if (c.op === "serving_prefill") return X.servingPrefill(c.counts, c.gpu, c.prompt_len, c.batch);
+      if (c.op === "kv_limit") return X.kvMaxRequests(c.counts, c.gpu, c.prompt_len, c.output_len);
+      if (c.op === "frontier" || c.op === "best") {
+        var pts = X.steadyFrontier(c.counts, c.gpu, c.policy, c.prompt_len, c.output_len, c.chunk_tokens);
+        return c.op === "frontier" ? pts : X.bestSteadyState(pts, c.ttft_s, c.tpot_s);
+      }
       throw new Error("unknown op " + c.op);
     } catch (err) {
       return { error: String(err.message) };
@@ -257,6 +267,7 @@ def test_the_sliders_span_what_the_notebook_widgets_span(run_js):
         "intensity": list(widgets._INTENSITY_LOG10),
         "tokens_per_s": list(widgets._TOKENS_LOG10),
         "message_bytes": list(widgets._MESSAGE_LOG10),
+        "slo_s": list(widgets._SLO_LOG10),
     }
 
 
@@ -771,3 +782,160 @@ def test_comms_bad_input_is_refused_with_the_reason(run_js):
     assert no_link["error"].startswith('unknown link "token ring"; known links: nvlink3')
     assert "message_bytes must be a positive finite number of bytes" in zero_size["error"]
     assert "collective must be one of all_reduce" in broadcast["error"]
+
+
+# ------------------------------------------------------------------ serving mode (roofline_lib.serving)
+
+#: Dense shipped models without a sliding window: the ones serving.step_counts describes linearly.
+_SERVING_MODELS = [
+    m for m in rl.shipped_models() if not rl.model_config(m).is_moe and rl.model_config(m).sliding_window is None
+]
+_STEADY_FIELDS = {
+    "batch": "batch",
+    "tpotS": "tpot_s",
+    "ttftS": "ttft_s",
+    "tokensPerS": "tokens_per_s",
+    "decodeBound": "decode_bound",
+    "devices": "devices",
+    "sustainable": "sustainable",
+}
+
+
+def _serving(model: str, gpu: str):
+    """The library's server (bf16, or fp16 on a chip without it) and its counts as the markup carries them."""
+    from roofline_lib import widgets
+
+    spec = rl.gpu(gpu)
+    server = rl.serving_server(rl.model_config(model), spec, precision=widgets._serving_precision(spec))
+    c = rl.step_counts(server)
+    counts = {
+        "body_flops": c.body_flops_per_token,
+        "key_flops": c.score_flops_per_key,
+        "unembed_flops": c.unembed_flops_per_row,
+        "weight_bytes_fixed": c.weight_bytes_fixed,
+        "weight_bytes_per_token": c.weight_bytes_per_token,
+        "kv_bytes_per_token": c.kv_bytes_per_token,
+        "stored_weight_bytes": c.stored_weight_bytes,
+    }
+    return server, counts
+
+
+def test_serving_steps_and_steady_states_match_the_library(run_js):
+    assert {"llama-3-8b", "llama-2-70b"} <= set(_SERVING_MODELS)  # the grid below is not empty
+    cases, expected = [], []
+    for model in _SERVING_MODELS:
+        for gpu in ("A100", "H100", "V100-SXM2-32GB", "MI300X", "L4"):
+            server, counts = _serving(model, gpu)
+            for batch, context in ((1, 128), (64, 4096), (512, 1024)):
+                cases.append(
+                    {"op": "serving_decode", "counts": counts, "gpu": gpu, "batch": batch, "context_len": context}
+                )
+                expected.append(rl.decode_step(server, batch, context))
+            for prompt, batch in ((16, 1), (2048, 1), (512, 8)):
+                cases.append(
+                    {"op": "serving_prefill", "counts": counts, "gpu": gpu, "prompt_len": prompt, "batch": batch}
+                )
+                expected.append(rl.prefill_step(server, prompt, batch=batch))
+            for policy in rl.POLICIES:
+                for batch in (1, 8, 64, 512):
+                    for prompt, output in ((1024, 256), (128, 33)):
+                        cases.append(
+                            {
+                                "op": "steady",
+                                "counts": counts,
+                                "gpu": gpu,
+                                "policy": policy,
+                                "batch": batch,
+                                "prompt_len": prompt,
+                                "output_len": output,
+                                "chunk_tokens": 2048,
+                            }
+                        )
+                        expected.append(rl.steady_state(server, policy, batch, prompt, output, chunk_tokens=2048))
+    got = run_js(cases)
+    assert len(got) == len(cases) > 1000
+    step_fields = {
+        "flops": "flops",
+        "bytesMoved": "bytes_moved",
+        "intensity": "intensity",
+        "seconds": "seconds",
+        "bound": "bound",
+    }
+    for case, mine, lib in zip(cases, got, expected):
+        fields = _STEADY_FIELDS if case["op"] == "steady" else step_fields
+        _assert_matches_library([case], [mine], [lib], fields, scalar=lambda _case: False)
+
+
+def test_serving_frontier_kv_limit_and_best_point_match_the_library(run_js):
+    cases, expected = [], []
+    for model in ("llama-3-8b", "llama-2-70b", "qwen2-7b"):
+        for gpu in rl.known_gpus():
+            server, counts = _serving(model, gpu)
+            base = {"counts": counts, "gpu": gpu, "prompt_len": 1024, "output_len": 256, "chunk_tokens": 2048}
+            try:
+                limit = rl.kv_capacity(server, 1024, 256).max_requests
+            except ValueError:  # the weights do not fit this chip: the JS must refuse too
+                limit = None
+            cases.append({"op": "kv_limit", **base})
+            expected.append(limit)
+            if not limit:
+                continue
+            for policy in rl.POLICIES:
+                points = rl.steady_frontier(server, policy, 1024, 256, chunk_tokens=2048)
+                cases.append({"op": "frontier", "policy": policy, **base})
+                expected.append(points)
+                for ttft, tpot in ((0.5, 0.03), (10.0, 10.0), (0.05, 0.01)):
+                    try:
+                        best = rl.best_steady_state(points, ttft, tpot)
+                    except ValueError as exc:
+                        best = exc
+                    cases.append({"op": "best", "policy": policy, "ttft_s": ttft, "tpot_s": tpot, **base})
+                    expected.append(best)
+    got = run_js(cases)
+    for case, mine, lib in zip(cases, got, expected):
+        if case["op"] == "kv_limit":
+            if lib is None:
+                assert "leave no room" in mine["error"], (case["gpu"], mine)
+            else:
+                assert mine == lib, (case["gpu"], mine, lib)
+        elif case["op"] == "frontier":
+            assert [p["batch"] for p in mine] == [p.batch for p in lib], case["gpu"]
+            _assert_matches_library([case] * len(lib), mine, lib, _STEADY_FIELDS, scalar=lambda _case: False)
+        elif isinstance(lib, ValueError):
+            assert mine["error"] == str(lib), (case, mine)  # the library's refusal, word for word
+        else:
+            _assert_matches_library([case], [mine], [lib], _STEADY_FIELDS, scalar=lambda _case: False)
+
+
+def test_serving_worked_example_and_refusals(run_js):
+    _, counts = _serving("llama-3-8b", "H100")
+    decode, bad_policy, no_chunk = run_js(
+        [
+            {"op": "serving_decode", "counts": counts, "gpu": "H100", "batch": 1, "context_len": 1},
+            {
+                "op": "steady",
+                "counts": counts,
+                "gpu": "H100",
+                "policy": "fifo",
+                "batch": 1,
+                "prompt_len": 8,
+                "output_len": 8,
+            },
+            {
+                "op": "steady",
+                "counts": counts,
+                "gpu": "H100",
+                "policy": "chunked",
+                "batch": 1,
+                "prompt_len": 8,
+                "output_len": 8,
+            },
+        ]
+    )
+    # one token at context 1: every stored weight but 128,255 of the 128,256 embedding rows
+    # (4096 * 2 bytes each), plus one token's KV (131,072 bytes), over 3.35 TB/s
+    read = counts["stored_weight_bytes"] - 128255 * 4096 * 2 + counts["kv_bytes_per_token"]
+    assert decode["bytesMoved"] == read and decode["bound"] == "memory"
+    assert decode["seconds"] == pytest.approx(read / 3.35e12)
+    assert bad_policy["error"].startswith("policy must be one of static, continuous, chunked, disaggregated")
+    assert "chunk_tokens must be a positive whole number of tokens" in no_chunk["error"]

@@ -561,6 +561,31 @@ def _check_comms(explorer) -> dict:
     return {name: text for name, (_, text) in shown.items()}
 
 
+def _check_serving(explorer) -> dict:
+    """The serving mode against rl.steady_frontier and rl.best_steady_state at its current controls."""
+    from roofline_lib import widgets
+
+    shown = _readouts(explorer)
+    gpu = explorer.get_attribute("data-current-gpu")
+    name = explorer.get_attribute("data-model-name")
+    (cfg,) = [rl.model_config(k) for k in rl.shipped_models() if rl.model_config(k).name == name]
+    server = rl.serving_server(cfg, gpu, precision=widgets._serving_precision(rl.gpu(gpu)))
+    points = rl.steady_frontier(
+        server,
+        explorer.get_attribute("data-current-policy"),
+        int(explorer.get_attribute("data-prompt-len")),
+        int(explorer.get_attribute("data-output-len")),
+        chunk_tokens=int(explorer.get_attribute("data-chunk-tokens")),
+    )
+    ttft = float(explorer.get_attribute("data-current-slo-ttft-s"))
+    best = rl.best_steady_state(points, ttft, float(explorer.get_attribute("data-current-slo-tpot-s")))
+    assert int(shown["batch"][0]) == best.batch and shown["decode_bound"][0] == best.decode_bound
+    for name, value in (("tokens_per_s", best.tokens_per_s), ("tpot_s", best.tpot_s), ("ttft_s", best.ttft_s)):
+        assert math.isclose(float(shown[name][0]), value, rel_tol=1e-12), (name, shown[name], value)
+    assert _sig3_close(_leading_number(shown["tpot_s"][1]), best.tpot_s * 1e3)
+    return {name: text for name, (_, text) in shown.items()}
+
+
 def _check_explorer(explorer) -> dict:
     """Compare every readout of one explorer with roofline_lib; return what it showed."""
     mode = explorer.get_attribute("data-mode")
@@ -568,6 +593,8 @@ def _check_explorer(explorer) -> dict:
         return _check_flop_shares(explorer)
     if mode == "comms":
         return _check_comms(explorer)
+    if mode == "serving":
+        return _check_serving(explorer)
     gpu = explorer.get_attribute("data-current-gpu")
     precision = explorer.get_attribute("data-current-precision")
     spec = rl.gpu(gpu)

@@ -11,6 +11,8 @@
  *   <div class="roofline-explorer" data-mode="mfu" data-gpu="A100" data-precision="bf16" data-n-params="6.7e9" data-tokens-per-s="1.5e6" data-n-gpus="256"></div>
  *   <div class="roofline-explorer" data-mode="flops" data-d-model="4096" data-seq-len="4096" data-n-layers="32" data-vocab="32000" data-ffn-ratio="2.6875" data-gated="true"></div>
  *   <div class="roofline-explorer" data-mode="comms" data-link="NVLink 4" data-n-ranks="8" data-message-bytes="1e8" data-alpha-seconds="5e-6" data-collective="all_reduce"></div>
+ *   <div class="roofline-explorer" data-mode="serving" data-gpu="H100" data-policy="chunked" data-slo-ttft-s="0.5" data-slo-tpot-s="0.03"
+ *        data-prompt-len="1024" data-output-len="256" data-chunk-tokens="2048" data-body-flops="..." (serving.step_counts's fields)></div>
  *
  * The arithmetic mirrors roofline_lib and is tested against it (tests/test_explorer_js.py):
  *   ridge       = peak / bandwidth                                  (roofline.ridge_point)
@@ -25,6 +27,10 @@
  *   collective  = steps * alpha + bytes_per_rank / link bytes/s;
  *   bus bw      = size / time * (2(n-1)/n all-reduce, (n-1)/n gather/scatter/all-to-all, 1 p2p)
  *                                                                   (comms.collective_cost)
+ *   serving     = a step of T tokens, K keys, R logits rows, C cached tokens: max(FLOPs / peak, bytes / bw),
+ *                 FLOPs = T body + K key + R unembed, bytes = fixed + T per token + (C + T) KV per token;
+ *                 the steady state of each policy at batch 1, 2, 4, ... up to the paged KV cache's limit
+ *                                                                   (serving.steady_frontier, best_steady_state)
  * Everything is SI inside; the readouts convert to TFLOP/s, TB/s, GB and ms, 3 significant digits.
  */
 (function (root) {
@@ -441,9 +447,160 @@
       bytesPerRankPerByte(collective, nRanks, algorithm);
   }
 
+  // -- serving: roofline_lib.serving's steady state, from the counts serving.step_counts gives
+
+  var SERVING_POLICIES = ["static", "continuous", "chunked", "disaggregated"];
+  var FRONTIER_BATCHES = powersOfTwoUpTo(1024); // serving.FRONTIER_BATCHES: 1, 2, 4, ..., 1024
+  var KV_BLOCK_TOKENS = 16; // serving.kv_capacity's default block of a paged KV cache
+
+  function powersOfTwoUpTo(top) {
+    var out = [];
+    for (var b = 1; b <= top; b *= 2) out.push(b);
+    return out;
+  }
+
+  var COUNT_FIELDS = ["body_flops", "key_flops", "unembed_flops", "weight_bytes_fixed", "weight_bytes_per_token",
+    "kv_bytes_per_token", "stored_weight_bytes"];
+
+  /** serving.StepCounts as the markup carries it: every field a finite number, none negative. */
+  function servingCounts(counts) {
+    COUNT_FIELDS.forEach(function (name) {
+      var v = counts[name];
+      if (typeof v !== "number" || !isFinite(v) || v < 0) {
+        throw new Error("serving count " + name + " must be a finite number of 0 or more, got " + v);
+      }
+    });
+    return counts;
+  }
+
+  /** The precision a chip serves in: bf16, else fp16 (widgets._serving_precision). */
+  function servingPrecision(gpu) {
+    return asGpu(gpu).precisions.indexOf("bf16") >= 0 ? "bf16" : "fp16";
+  }
+
+  /** serving.step_time of a step with `tokens` new tokens attending to `keys` keys in all, `rows`
+   *  logits rows and `cached` tokens read from the KV cache (a dense model, no sliding window). */
+  function servingStep(counts, gpu, tokens, keys, rows, cached) {
+    var rec = asGpu(gpu);
+    var precision = servingPrecision(rec);
+    var peak = peakFlopsPerS(rec, precision);
+    var flops = tokens * counts.body_flops + keys * counts.key_flops + rows * counts.unembed_flops;
+    var weights = counts.weight_bytes_fixed + tokens * counts.weight_bytes_per_token;
+    var kv = (cached + tokens) * counts.kv_bytes_per_token;
+    var total = weights + kv;
+    var intensity = flops / total;
+    return {
+      flops: flops, bytesMoved: total, intensity: intensity,
+      seconds: Math.max(flops / peak, total / rec.hbm_bytes_per_s),
+      bound: intensity < peak / rec.hbm_bytes_per_s ? "memory" : "compute",
+    };
+  }
+
+  function causalKeys(tokens, offset) { // serving._keys without a window
+    return tokens * offset + (tokens * (tokens + 1)) / 2;
+  }
+
+  /** serving.decode_step: one token for each of `batch` sequences at `context` keys. */
+  function servingDecode(counts, gpu, batch, context) {
+    return servingStep(counts, gpu, batch, batch * context, batch, batch * (context - 1));
+  }
+
+  /** serving.prefill_step: `batch` prompts of `promptLen` tokens in one step. */
+  function servingPrefill(counts, gpu, promptLen, batch) {
+    return servingStep(counts, gpu, batch * promptLen, batch * causalKeys(promptLen, 0), batch, 0);
+  }
+
+  /** serving.steady_state: `batch` requests always in flight under `policy`, no queue. */
+  function steadyState(counts, gpu, policy, batch, promptLen, outputLen, chunkTokens) {
+    servingCounts(counts);
+    if (SERVING_POLICIES.indexOf(policy) < 0) {
+      throw new Error("policy must be one of " + SERVING_POLICIES.join(", ") + ", got " + JSON.stringify(policy));
+    }
+    var b = wholeNumber(batch, "batch", "sequences");
+    var p = wholeNumber(promptLen, "prompt_len", "tokens");
+    var o = wholeNumber(outputLen, "output_len", "tokens");
+    var context = p + Math.floor(o / 2);
+    var decode = servingDecode(counts, gpu, b, context);
+    var prefill = servingPrefill(counts, gpu, p, 1);
+    var devices = 1, sustainable = true, tpot, ttft, tps;
+    if (policy === "static") {
+      var batchPrefill = servingPrefill(counts, gpu, p, b).seconds;
+      var roundS = batchPrefill + (o - 1) * decode.seconds;
+      tpot = decode.seconds;
+      ttft = batchPrefill + roundS / 2;
+      tps = (b * o) / roundS;
+    } else if (policy === "continuous") {
+      tpot = decode.seconds + (b / o) * prefill.seconds;
+      ttft = prefill.seconds;
+      tps = b / tpot;
+    } else if (policy === "chunked") {
+      var budget = wholeNumber(chunkTokens, "chunk_tokens", "tokens");
+      var room = budget - b;
+      var needed = Math.max(1, Math.ceil((b * p) / o));
+      sustainable = room >= needed;
+      var n = Math.min(needed, Math.max(room, 1));
+      var offset = Math.floor(p / 2);
+      var step = servingStep(counts, gpu, b + n, b * context + causalKeys(n, offset), b, b * (context - 1) + offset);
+      tpot = step.seconds;
+      tps = b / step.seconds;
+      ttft = Math.ceil(p / Math.max(room, 1)) * step.seconds;
+    } else {
+      devices = 2;
+      tpot = decode.seconds + 0 / Math.max(o - 1, 1); // no KV transfer time in the closed form
+      var requestsPerS = Math.min(b / (o * decode.seconds), 1 / prefill.seconds);
+      sustainable = 1 / prefill.seconds >= b / (o * decode.seconds);
+      ttft = prefill.seconds;
+      tps = (requestsPerS * o) / devices;
+    }
+    return { policy: policy, batch: b, tpotS: tpot, ttftS: ttft, tokensPerS: tps, decodeBound: decode.bound,
+      devices: devices, sustainable: sustainable };
+  }
+
+  /** serving.kv_capacity(paged)'s max_requests: KV tokens beside the weights over one request's blocks. */
+  function kvMaxRequests(counts, gpu, promptLen, outputLen) {
+    var rec = asGpu(gpu);
+    servingCounts(counts);
+    var used = wholeNumber(promptLen, "prompt_len", "tokens") + wholeNumber(outputLen, "output_len", "tokens");
+    var available = rec.hbm_capacity_bytes - counts.stored_weight_bytes;
+    if (!(available > 0)) {
+      throw new Error("the weights (" + sig3(counts.stored_weight_bytes / Math.pow(2, 30)) + " GiB) leave no room " +
+        "for a KV cache on " + rec.name);
+    }
+    var reserved = Math.ceil(used / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS;
+    return Math.floor(Math.floor(available / counts.kv_bytes_per_token) / reserved);
+  }
+
+  /** serving.steady_frontier: the steady state at each batch of FRONTIER_BATCHES that the KV cache holds. */
+  function steadyFrontier(counts, gpu, policy, promptLen, outputLen, chunkTokens) {
+    var limit = kvMaxRequests(counts, gpu, promptLen, outputLen);
+    if (limit < 1) {
+      throw new Error("not one request of " + promptLen + " + " + outputLen + " tokens fits beside the weights");
+    }
+    return FRONTIER_BATCHES.filter(function (b) { return b <= limit; }).map(function (b) {
+      return steadyState(counts, gpu, policy, b, promptLen, outputLen, chunkTokens);
+    });
+  }
+
+  /** serving.best_steady_state: the fastest sustainable point within both parts of the SLO (the first, on a tie). */
+  function bestSteadyState(points, ttftS, tpotS) {
+    positive(ttftS, "ttft_s", "seconds");
+    positive(tpotS, "tpot_s", "seconds");
+    var best = null;
+    points.forEach(function (pt) {
+      if (pt.sustainable && pt.ttftS <= ttftS && pt.tpotS <= tpotS && (best === null || pt.tokensPerS > best.tokensPerS)) {
+        best = pt;
+      }
+    });
+    if (best === null) {
+      throw new Error("no batch meets the SLO (TTFT <= " + generalLikePython(ttftS * 1e3, 4) + " ms, TPOT <= " +
+        generalLikePython(tpotS * 1e3, 4) + " ms): loosen it, or change the policy, the GPU or the model");
+    }
+    return best;
+  }
+
   // The log sliders' spans (log10 of their ends), the same as roofline_lib.widgets' sliders; a test
   // holds the two to each other.
-  var SLIDER_LOG10 = { intensity: [-2, 4], tokens_per_s: [1, 9], message_bytes: [2, 11] };
+  var SLIDER_LOG10 = { intensity: [-2, 4], tokens_per_s: [1, 9], message_bytes: [2, 11], slo_s: [-3, 1] };
 
   var api = {
     sliderLog10: SLIDER_LOG10,
@@ -468,6 +625,13 @@
     busBandwidthFactor: busBandwidthFactor,
     collectiveCost: collectiveCost,
     latencyCrossoverBytes: latencyCrossoverBytes,
+    servingPrecision: servingPrecision,
+    servingDecode: servingDecode,
+    servingPrefill: servingPrefill,
+    steadyState: steadyState,
+    kvMaxRequests: kvMaxRequests,
+    steadyFrontier: steadyFrontier,
+    bestSteadyState: bestSteadyState,
   };
   root.RooflineExplorer = api;
 
@@ -488,6 +652,7 @@
     mfu: "MFU explorer",
     flops: "Where a token's FLOPs go",
     comms: "Collective cost explorer",
+    serving: "Serving frontier explorer",
   };
   // The four parts of a token's forward FLOPs, in the order of roofline_lib's flop_share_explorer.
   var SHARE_PARTS = [
@@ -1141,6 +1306,160 @@
     refresh();
   }
 
+  // -- serving: the latency-throughput frontier of widgets.serving_explorer
+
+  var SLO_LOG10 = SLIDER_LOG10.slo_s; // 1 ms to 10 s
+  var POLICY_LABELS = {
+    static: "static batching",
+    continuous: "continuous batching",
+    chunked: "continuous + chunked prefill",
+    disaggregated: "disaggregated prefill/decode",
+  };
+
+  /** Throughput against TPOT on log-log axes: one polyline per policy (the chosen one bold), the
+   *  TPOT objective as a dashed line, the operating point as a circle. */
+  function drawFrontier(svg, o) {
+    clear(svg);
+    var W = 420, H = 250, L = 60, R = 20, T = 10, B = 38;
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    var xs = [o.slo * 1e3], ys = [];
+    o.curves.forEach(function (c) {
+      c.points.forEach(function (p) { xs.push(p.tpotS * 1e3); ys.push(p.tokensPerS); });
+    });
+    if (!ys.length) ys = [1, 10];
+    var lx0 = Math.floor(Math.log10(Math.min.apply(null, xs) / 1.5)), lx1 = Math.ceil(Math.log10(Math.max.apply(null, xs) * 1.5));
+    var ly0 = Math.floor(Math.log10(Math.min.apply(null, ys) / 2)), ly1 = Math.ceil(Math.log10(Math.max.apply(null, ys) * 2));
+    function px(x) { return L + ((Math.log10(x) - lx0) / (lx1 - lx0)) * (W - L - R); }
+    function py(y) { return T + ((ly1 - Math.log10(y)) / (ly1 - ly0)) * (H - T - B); }
+    var g = svgEl("g", { class: "roofline-explorer__axes" });
+    for (var e = lx0; e <= lx1; e++) {
+      var x = px(Math.pow(10, e));
+      g.appendChild(svgEl("line", { x1: x, x2: x, y1: T, y2: H - B, class: "grid" }));
+      g.appendChild(svgEl("text", { x: x, y: H - B + 14, "text-anchor": "middle" }, tick(Math.pow(10, e))));
+    }
+    for (var f = ly0; f <= ly1; f++) {
+      var y = py(Math.pow(10, f));
+      g.appendChild(svgEl("line", { x1: L, x2: W - R, y1: y, y2: y, class: "grid" }));
+      if (f === ly0) continue;
+      g.appendChild(svgEl("text", { x: L - 4, y: y + 4, "text-anchor": "end" }, tick(Math.pow(10, f))));
+    }
+    g.appendChild(svgEl("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" }, "TPOT (ms per output token)"));
+    g.appendChild(svgEl("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle",
+      transform: "rotate(-90 12 " + (T + H - B) / 2 + ")" }, "output tokens/s per GPU"));
+    svg.appendChild(g);
+    o.curves.forEach(function (c) {
+      if (!c.points.length) return;
+      svg.appendChild(svgEl("polyline", {
+        class: c.chosen ? "roofline-explorer__roof" : "roofline-explorer__limit",
+        "data-policy": c.policy,
+        points: c.points.map(function (p) { return px(p.tpotS * 1e3) + "," + py(p.tokensPerS); }).join(" "),
+      }));
+    });
+    svg.appendChild(svgEl("line", { class: "roofline-explorer__ridge", x1: px(o.slo * 1e3), x2: px(o.slo * 1e3),
+      y1: T, y2: H - B }));
+    if (o.best) {
+      svg.appendChild(svgEl("circle", { class: "roofline-explorer__point", r: 5,
+        cx: px(o.best.tpotS * 1e3), cy: py(o.best.tokensPerS) }));
+    }
+  }
+
+  /** One model (its counts in the markup) on a chosen GPU under a chosen policy and SLO. */
+  function servingExplorer(host, ui) {
+    var reg = registry();
+    var counts = {};
+    COUNT_FIELDS.forEach(function (name) { counts[name] = numberAttr(host, "data-" + name.replace(/_/g, "-"), NaN); });
+    servingCounts(counts);
+    var modelName = host.getAttribute("data-model-name") || "the model";
+    var p0 = numberAttr(host, "data-prompt-len", 1024), o0 = numberAttr(host, "data-output-len", 256);
+    var chunk = numberAttr(host, "data-chunk-tokens", 2048);
+    var gpu0 = findGpu(host.getAttribute("data-gpu") || "H100");
+    var policy0 = host.getAttribute("data-policy") || "chunked";
+    steadyState(counts, gpu0, policy0, 1, p0, o0, chunk); // checks the markup before drawing
+    var ttft = Number(positive(numberAttr(host, "data-slo-ttft-s", 0.5), "data-slo-ttft-s", "seconds").toPrecision(3));
+    var tpot = Number(positive(numberAttr(host, "data-slo-tpot-s", 0.03), "data-slo-tpot-s", "seconds").toPrecision(3));
+
+    var gpuSelect = el("select", { name: "gpu" });
+    fillSelect(gpuSelect, Object.keys(reg.gpus).map(function (k) {
+      return { value: k, text: reg.gpus[k].name };
+    }), gpu0.key);
+    var policySelect = el("select", { name: "policy" });
+    fillSelect(policySelect, SERVING_POLICIES.map(function (k) {
+      return { value: k, text: POLICY_LABELS[k] };
+    }), policy0);
+    var tpotSlider = logSlider("slo_tpot_s", SLO_LOG10, tpot, "seconds", "TPOT objective in seconds (logarithmic)");
+    var ttftSlider = logSlider("slo_ttft_s", SLO_LOG10, ttft, "seconds", "TTFT objective in seconds (logarithmic)");
+    ui.controls.appendChild(field("GPU", gpuSelect));
+    ui.controls.appendChild(field("Policy", policySelect));
+    ui.controls.appendChild(sliderField("TPOT SLO", tpotSlider));
+    ui.controls.appendChild(sliderField("TTFT SLO", ttftSlider));
+    var out = {
+      batch: readout(ui.dl, "batch", "Best batch"),
+      tokens: readout(ui.dl, "tokens_per_s", "Output tokens/s per GPU"),
+      tpot: readout(ui.dl, "tpot_s", "TPOT"),
+      ttft: readout(ui.dl, "ttft_s", "TTFT"),
+      bound: readout(ui.dl, "decode_bound", "Decode is"),
+      limit: readout(ui.dl, "max_batch", "Largest batch the KV cache holds"),
+    };
+
+    function blank(message) {
+      Object.keys(out).forEach(function (k) { show(out[k], "", "—"); });
+      ui.note.textContent = message;
+    }
+
+    function refresh() {
+      var rec = reg.gpus[gpuSelect.value];
+      var policy = policySelect.value;
+      host.setAttribute("data-current-gpu", rec.key);
+      host.setAttribute("data-current-policy", policy);
+      host.setAttribute("data-current-slo-ttft-s", String(ttft));
+      host.setAttribute("data-current-slo-tpot-s", String(tpot));
+      tpotSlider.output.textContent = sig3(tpot * 1e3) + " ms";
+      ttftSlider.output.textContent = sig3(ttft * 1e3) + " ms";
+      var curves = [], best = null, limit;
+      try {
+        limit = kvMaxRequests(counts, rec, p0, o0);
+        SERVING_POLICIES.forEach(function (k) {
+          var pts = steadyFrontier(counts, rec, k, p0, o0, chunk).filter(function (p) { return p.sustainable; });
+          curves.push({ policy: k, chosen: k === policy, points: pts });
+        });
+      } catch (err) {
+        blank(modelName + " on " + rec.name + ": " + err.message + ".");
+        drawFrontier(ui.svg, { curves: [], slo: tpot, best: null });
+        ui.svgTitle.textContent = modelName + " does not fit on " + rec.name;
+        return;
+      }
+      var chosenPoints = steadyFrontier(counts, rec, policy, p0, o0, chunk);
+      try {
+        best = bestSteadyState(chosenPoints, ttft, tpot);
+      } catch (err) {
+        best = null;
+        blank(POLICY_LABELS[policy] + ": " + err.message + ".");
+      }
+      if (best) {
+        show(out.batch, best.batch, grouped(best.batch));
+        show(out.tokens, best.tokensPerS, grouped(Number(best.tokensPerS.toPrecision(3))) + " tokens/s");
+        show(out.tpot, best.tpotS, sig3(best.tpotS * 1e3) + " ms");
+        show(out.ttft, best.ttftS, sig3(best.ttftS * 1e3) + " ms");
+        show(out.bound, best.decodeBound, best.decodeBound + "-bound");
+        show(out.limit, limit, grouped(limit) + " requests");
+        ui.note.textContent = "Steady state of " + modelName + " in " + servingPrecision(rec) + ", " + p0 +
+          " prompt + " + o0 + " output tokens per request, every batch at the roof (no overheads); chunked " +
+          "prefill runs " + chunk + " tokens a step. The bold line is your policy, the dashed line the TPOT " +
+          "objective, the circle the best point within both objectives. Source: " + rec.source + ".";
+      }
+      drawFrontier(ui.svg, { curves: curves, slo: tpot, best: best });
+      ui.svgTitle.textContent = "Output tokens per second per GPU against TPOT for " + modelName + " on " + rec.name +
+        (best ? "; best under the SLO: batch " + best.batch + ", " + sig3(best.tokensPerS) + " tokens/s" : "");
+      ui.svg.insertBefore(ui.svgTitle, ui.svg.firstChild);
+    }
+
+    gpuSelect.addEventListener("change", refresh);
+    policySelect.addEventListener("change", refresh);
+    tpotSlider.input.addEventListener("input", function () { tpot = snap3(tpotSlider.input.value); refresh(); });
+    ttftSlider.input.addEventListener("input", function () { ttft = snap3(ttftSlider.input.value); refresh(); });
+    refresh();
+  }
+
   function mount(host) {
     if (host.getAttribute("data-roofline-mounted")) return; // draw each explorer once
     host.setAttribute("data-roofline-mounted", "true");
@@ -1157,6 +1476,7 @@
     var ui = frame(host);
     if (mode === "flops") flopsExplorer(host, ui);
     else if (mode === "comms") commsExplorer(host, ui);
+    else if (mode === "serving") servingExplorer(host, ui);
     else gpuExplorer(host, ui, mode);
   }
 
