@@ -1,0 +1,197 @@
+"""The parallelism planner, the published runs and the live torch.distributed measurement."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import roofline_lib as rl
+from roofline_lib.parallel import data_parallel_bytes, pipeline_bubble_fraction, tensor_parallel_bytes
+
+TINY = rl.TransformerConfig(d_model=512, d_ff=2048, n_layers=8, n_heads=8, vocab=32000, seq_len=1024, name="tiny")
+
+
+def test_bubble_is_stages_minus_one_over_micro_batches():
+    assert pipeline_bubble_fraction(4, 8) == 3 / 8  # (4 - 1) / 8
+    assert pipeline_bubble_fraction(4, 8, 2) == 3 / 16  # interleaved: v = 2 halves it
+    assert pipeline_bubble_fraction(1, 8) == 0.0
+
+
+def test_data_parallel_bytes_by_hand():
+    # N = 1e9 bf16 gradients on 8 GPUs: all-reduce 2 * 7/8 * 2e9 = 3.5e9 bytes
+    assert data_parallel_bytes(1e9, 8, 0) == pytest.approx(3.5e9)
+    assert data_parallel_bytes(1e9, 8, 2) == pytest.approx(3.5e9)  # ZeRO-1/2: the same bytes
+    assert data_parallel_bytes(1e9, 8, 3) == pytest.approx(5.25e9)  # 3 * 7/8 * 2e9
+    assert data_parallel_bytes(1e9, 1, 0) == 0.0
+
+
+def test_tensor_parallel_bytes_by_hand():
+    # 1024 tokens x 4096 x 2 bytes = 8,388,608 bytes; 4 all-reduces of 2 * 7/8 of it per layer
+    assert tensor_parallel_bytes(1024, 4096, 8, 1) == pytest.approx(4 * 1.75 * 8_388_608)
+    assert tensor_parallel_bytes(1024, 4096, 8, 2, collectives_per_layer=2) == pytest.approx(4 * 1.75 * 8_388_608)
+    assert tensor_parallel_bytes(1024, 4096, 1, 1) == 0.0
+
+
+def test_expert_params_of_mixtral():
+    moe = rl.model_config("mixtral-8x7b")
+    per_expert = 3 * moe.d_model * moe.d_ff * moe.n_layers  # SwiGLU: three d x d_ff matrices per expert per layer
+    assert rl.expert_params(moe) == pytest.approx(8 * per_expert)
+    assert rl.expert_params(TINY) == 0.0
+
+
+def test_the_planners_dp_roof_is_data_parallel_bytes():
+    c = rl.cluster("8x H100", 16)
+    p = rl.plan(TINY, c, dp=16, zero=0, global_batch=32, seq_len=1024)
+    dp = p.roof("dp")
+    assert dp.bytes_per_gpu == pytest.approx(data_parallel_bytes(TINY.n_params(), 16, 0))
+    assert dp.group == 16 and dp.gpus_per_node == 8
+    # two nodes: the egress carries 2 (m - 1) / m * S = S per node over 8 NICs of 50 GB/s
+    s = TINY.n_params() * 2
+    assert dp.seconds == pytest.approx(max(s / 400e9, 2 * 7 / 8 * s / 450e9))
+    z3 = rl.plan(TINY, c, dp=16, zero=3, global_batch=32, seq_len=1024).roof("dp")
+    assert z3.bytes_per_gpu == pytest.approx(1.5 * dp.bytes_per_gpu)
+
+
+def test_tp_roof_and_its_intensity_against_the_ridge():
+    c = rl.cluster("8x H100", 8)
+    p = rl.plan(TINY, c, dp=1, tp=8, global_batch=4, seq_len=1024)
+    tp = p.roof("tp")
+    # 4 micro-batches x 8 layers x 4 all-reduces of 1024 x 512 x 2 bytes, 2 * 7/8 of each
+    assert tp.count == 4 * 8 * 4
+    assert tp.bytes_per_gpu == pytest.approx(tensor_parallel_bytes(4 * 1024, 512, 8, 8))
+    assert tp.link.startswith("NVLink 4")
+    # the roof is longer than the compute exactly when the intensity is under the ridge
+    assert (tp.seconds > p.compute_seconds) == (tp.intensity < tp.ridge)
+    assert tp.critical_tokens_per_gpu in (0.0, math.inf)  # bytes grow with the tokens
+
+
+def test_dp_critical_tokens_hide_the_gradients():
+    c = rl.cluster("8x H100", 64)
+    p = rl.plan(TINY, c, dp=64, global_batch=64, seq_len=1024)
+    dp = p.roof("dp")
+    # at the critical tokens per GPU the compute equals the gradient all-reduce's time
+    per_token = p.compute_seconds / 1024
+    assert dp.critical_tokens_per_gpu * per_token == pytest.approx(dp.seconds)
+
+
+def test_step_is_the_longest_roof_and_serial_the_sum():
+    c = rl.cluster("8x H100", 16)
+    p = rl.plan("llama-3-8b", c, dp=2, tp=8, global_batch=8, seq_len=4096)
+    assert p.step_seconds == max(p.roofs.values())
+    assert p.binding == max(p.roofs, key=p.roofs.get)
+    assert p.serial_seconds == pytest.approx(p.compute_seconds + p.bubble_seconds + sum(r.seconds for r in p.comms))
+    assert 0 < p.mfu_no_overlap <= p.mfu <= 1
+
+
+def test_memory_per_gpu_composes_zero_and_activations():
+    cfg = rl.model_config("llama-3-8b")
+    c = rl.cluster("8x H100", 8)
+    p = rl.plan(cfg, c, dp=8, zero=1, global_batch=8, seq_len=4096, recompute="full")
+    z = rl.zero_memory(cfg.n_params(), 8, 1)
+    assert p.memory.state == pytest.approx(z.total)
+    # full recompute: 2 s b h per layer, 32 layers
+    assert p.memory.activations == pytest.approx(32 * 2 * 4096 * cfg.d_model)
+    assert p.fits
+
+
+def test_a_70b_model_without_sharding_does_not_fit():
+    p = rl.plan("llama-3-70b", rl.cluster("8x H100", 8), dp=8, global_batch=8, seq_len=4096)
+    assert not p.fits  # 70.6e9 * 16 bytes = 1.1 TB per GPU
+    assert "does not fit" in str(p)
+
+
+def test_moe_layout_prices_the_all_to_all():
+    moe = rl.model_config("mixtral-8x7b")
+    p = rl.plan(moe, rl.cluster("8x H100", 16), dp=16, ep=8, zero=1, global_batch=16, seq_len=4096)
+    ep = p.roof("ep")
+    assert ep.collective == "all_to_all" and ep.count == 4 * moe.n_layers * 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(dp=3), r"dp x tp x pp x cp must equal the cluster's 16 GPUs, got 3 x 1 x 1 x 1 = 3 GPUs"),
+        (dict(dp=4, tp=4, global_batch=6), r"global_batch must be a multiple of dp x micro_batch = 4 sequences"),
+        (dict(dp=16, ep=2), r"ep must be 1 for a dense model"),
+        (dict(dp=8, cp=2, seq_len=1023), r"cp must divide seq_len = 1023 tokens"),
+        (dict(dp=1, pp=16), r"pp must be at most the model's 8 layers"),
+        (dict(dp=2, tp=8, zero=5), r"zero must be a ZeRO stage"),
+        (dict(dp=16, recompute="partial"), r"recompute must be one of none, selective, full"),
+        (dict(dp=4, pp=4, virtual_stages=2, global_batch=8), r"virtual_stages = 2 needs"),
+        (dict(dp=2, tp=8, allow_cross_node_tp="yes"), r"allow_cross_node_tp"),
+    ],
+)
+def test_refusals_name_the_parameter_and_unit(kwargs, match):
+    args = dict(global_batch=16, seq_len=1024) | kwargs
+    with pytest.raises((ValueError, TypeError), match=match):
+        rl.plan(TINY, rl.cluster("8x H100", 16), **args)
+
+
+def test_tp_heads_and_cluster_refusals():
+    odd = rl.TransformerConfig(d_model=384, d_ff=1536, n_layers=4, n_heads=6, vocab=1000, seq_len=128)
+    with pytest.raises(ValueError, match="tp must divide the model's 6 attention heads, got tp = 4 GPUs"):
+        rl.plan(odd, rl.cluster("8x H100", 8), dp=2, tp=4, global_batch=2, seq_len=128)
+    with pytest.raises(ValueError, match="n_gpus must fill whole nodes of 8 GPUs"):
+        rl.cluster("8x H100", 12)
+    with pytest.raises(TypeError, match="cluster must be a Cluster"):
+        rl.plan(TINY, "8x H100", dp=8, global_batch=8, seq_len=128)
+    # tp x dp = 8 fill a node, so the two pipeline stages sit in different nodes: over the GPU's NIC
+    p = rl.plan(TINY, rl.cluster("8x H100", 16), dp=1, tp=8, pp=2, global_batch=4, seq_len=1024)
+    assert p.roof("pp").link.startswith("InfiniBand NDR")
+    wide = rl.TransformerConfig(d_model=1024, d_ff=4096, n_layers=4, n_heads=16, vocab=1000, seq_len=128)
+    with pytest.raises(ValueError, match="tp = 16 GPUs spans more than one node of 8 GPUs"):
+        rl.plan(wide, rl.cluster("8x H100", 16), dp=1, tp=16, global_batch=1, seq_len=128)
+    crossed = rl.plan(wide, rl.cluster("8x H100", 16), dp=1, tp=16, global_batch=1, seq_len=128, allow_cross_node_tp=True)
+    assert "2 nodes" in crossed.roof("tp").link  # said so: then priced across the network
+
+
+# ------------------------------------------------------------------ the published runs
+
+
+def test_published_runs_are_the_three_of_the_chapter():
+    runs = {r.key: r for r in rl.published_runs()}
+    assert set(runs) == {"llama3-405b", "megatron-1t", "deepseek-v3"}
+    assert runs["llama3-405b"].model.n_params() == pytest.approx(405e9, rel=0.01)
+    assert runs["megatron-1t"].model.n_params() == pytest.approx(1008e9, rel=0.002)  # Table 1: 1008.0B
+    ds = runs["deepseek-v3"].model
+    assert ds.n_params() == pytest.approx(671e9, rel=0.01) and ds.active_params() == pytest.approx(37e9, rel=0.03)
+
+
+@pytest.mark.parametrize("run", rl.published_runs(), ids=lambda r: r.key)
+def test_every_published_run_fits_and_runs_below_the_planners_bound(run):
+    c = rl.compare_run(run)
+    assert c.plan.fits
+    assert 0.2 < c.published_model_mfu < c.predicted_mfu <= 1  # the roofline is a bound, not a forecast
+
+
+# ------------------------------------------------------------------ live, torch.distributed on gloo
+
+
+@pytest.fixture(scope="module")
+def live():
+    pytest.importorskip("torch")
+    from roofline_lib import parallel_live
+
+    return parallel_live.measure_parallel()
+
+
+def test_live_bytes_match_the_planner(live):
+    from roofline_lib.parallel_live import compare_parallel
+
+    cmp = compare_parallel(live)
+    for mode in ("ddp", "fsdp"):
+        assert cmp[mode].bytes_ratio == pytest.approx(1.0, abs=0.05), mode
+    assert cmp["tp"].bytes_ratio == pytest.approx(1.0, abs=0.05)
+    # gloo runs FSDP's reduce-scatter as an all-reduce: its wire carries 2 + 1 + 1 = 4 units, not 3
+    assert cmp["fsdp"].wire_bytes == pytest.approx(4 / 3 * cmp["fsdp"].measured_bytes, rel=0.05)
+
+
+def test_live_memory_matches_train_memory(live):
+    from roofline_lib.parallel_live import compare_parallel
+
+    for mode, c in compare_parallel(live).items():
+        assert c.state_ratio == pytest.approx(1.0, abs=0.02), mode
+    ddp, fsdp = live.runs["ddp"], live.runs["fsdp"]
+    assert fsdp.param_bytes == pytest.approx(ddp.param_bytes / 2, rel=0.01)  # ZeRO-3 on 2 ranks: half each
+    assert "torch" in live.label and "gloo" in live.label
