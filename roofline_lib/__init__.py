@@ -13,17 +13,23 @@ included; a private helper such as ``_format`` sits at its highest importer's la
     audit         -> FlopCounterMode-based FLOP audit of real torch graphs
     inference     -> decode ceilings, weight-GEMM intensity, KV cache, quantisation
     training      -> MFU/HFU, training bills, precision sweep
+    train_memory  -> training memory: bytes per parameter by optimizer and precision, ZeRO stages,
+                     activation memory per layer (Korthikanti et al.), with and without recompute
     scenarios     -> the worked examples several chapters share (LayerNorm, FFN GEMM, runs)
     comms         -> alpha-beta collective costs, the communication roofline, live gloo/NCCL timing
+    parallel      -> parallelism on the roofline: DP, ZeRO/FSDP, TP, PP, EP, CP bytes and the planner
+    published_runs -> published training runs (Llama 3 405B, Megatron-LM 1T, DeepSeek-V3) against the planner
     serving       -> serving steps on the roofline (prefill, decode, mixed), TTFT/TPOT, KV capacity,
                      speculative decoding, prefix caching, steady-state frontier
     scheduler     -> discrete-event server model (static, continuous, chunked, disaggregated), frontier, SLO
     serving_live  -> the small decoder served live with a KV-cache loop, timed on this CPU
+    parallel_live -> DDP, FSDP and tensor parallelism trained live with torch.distributed (gloo) on this CPU
     measure       -> timing (do_bench on CUDA, careful CPU fallback), this machine's ceilings
     records       -> the schema and files of recorded GPU measurements (the caller names the folder)
     record_report -> what a chapter shows of a record: targets, live beside recorded
     plots         -> matplotlib rooflines
     widgets       -> ipywidgets explorers
+    widgets_parallel -> the parallelism planner's explorer
     traces        -> reading Kineto traces: correlation ties, complete steps, merged kernel windows
     diagnose      -> the playbook's triage: compute-, memory-, communication- or overhead-bound
                      from a real profile
@@ -46,6 +52,10 @@ from .inference import __all__ as _inference_all
 from .interconnect import *  # noqa: F401,F403
 from .interconnect import __all__ as _interconnect_all
 from .ops import *  # noqa: F401,F403
+from .parallel import *  # noqa: F401,F403
+from .parallel import __all__ as _parallel_all
+from .published_runs import *  # noqa: F401,F403
+from .published_runs import __all__ as _published_runs_all
 from .ops import __all__ as _ops_all
 from .roofline import *  # noqa: F401,F403
 from .roofline import __all__ as _roofline_all
@@ -55,11 +65,13 @@ from .serving import *  # noqa: F401,F403
 from .serving import __all__ as _serving_all
 from .training import *  # noqa: F401,F403
 from .training import __all__ as _training_all
+from .train_memory import *  # noqa: F401,F403
+from .train_memory import __all__ as _train_memory_all
 from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
 
-# audit (torch), measure, plots, widgets, diagnose, kernels, records, export, serving_live (torch)
-# and grading are imported on demand:
+# audit (torch), measure, plots, widgets, widgets_parallel, diagnose, kernels, records, export,
+# serving_live and parallel_live (torch) and grading are imported on demand:
 #   from roofline_lib import audit, measure, plots, widgets
 # so that `import roofline_lib` stays fast and light.
 
@@ -75,4 +87,7 @@ __all__ = [
     *_comms_all,
     *_serving_all,
     *_scheduler_all,
+    *_train_memory_all,
+    *_parallel_all,
+    *_published_runs_all,
 ]

@@ -335,6 +335,21 @@ _REGISTRY: dict[str, GPUSpec] = {
             notes=_SPARSE_NOTE,
         ),
         _spec(
+            "h800",
+            "H800 SXM",
+            bw=3.35 * _T,
+            cap=80 * GIB,
+            l2=50 * _MB,
+            sms=132,
+            dense={"fp32": 67 * _T, **_halves(_H100_SXM_SPARSE)},
+            sparse=_H100_SXM_SPARSE,
+            source="NVIDIA H800 Tensor Core GPU datasheet (2023), H800 SXM5 column",
+            aliases=("h800-sxm", "h800 sxm", "h800-sxm5"),
+            memory_kind="HBM3",
+            notes=_SPARSE_NOTE + " The H100 SXM's GH100 die and tensor-core peaks; NVLink cut to "
+            "400 GB/s (both directions) and FP64 to 1 TFLOP/s. SM count and L2 as the H100 SXM.",
+        ),
+        _spec(
             "h100-pcie",
             "H100 PCIe",
             bw=2.0 * _T,

@@ -19,7 +19,7 @@ Three tables:
 
 * :func:`link` -- one kind of link (NVLink 3/4/5, PCIe 4/5 x16, InfiniBand HDR/NDR/XDR ports);
 * :func:`gpu_links` -- which links each GPU of :mod:`roofline_lib.hardware` has;
-* :func:`node` -- the 8-GPU boards the course uses (A100, H100, B200), with their NVLink inside the
+* :func:`node` -- the 8-GPU boards the course uses (A100, H100, H800, B200), with their NVLink inside the
   node and their InfiniBand ports to other nodes.
 """
 
@@ -125,6 +125,18 @@ _LINKS: dict[str, LinkSpec] = {
             notes="The datasheet's 900 GB/s is both directions of 18 links (25 GB/s each way per link).",
         ),
         _link(
+            "nvlink4-h800",
+            "NVLink 4 (H800, 8 links)",
+            kind="nvlink",
+            bytes_per_s=400 * _G / 2,
+            lanes=8,
+            per=_PER_GPU,
+            source="NVIDIA H800 Tensor Core GPU datasheet (2023), H800 SXM5 column: NVLink 400 GB/s",
+            aliases=("h800 nvlink", "nvlink 4 h800"),
+            notes="The datasheet's 400 GB/s is both directions of 8 links (25 GB/s each way per link); "
+            "DeepSeek-AI (2024), section 3.2.2, reaches about 160 GB/s of it.",
+        ),
+        _link(
             "nvlink4-bridge",
             "NVLink 4 bridge (H100 PCIe pairs)",
             kind="nvlink",
@@ -213,6 +225,7 @@ _GPU_LINKS: dict[str, tuple[tuple[str, ...], str]] = {
     "a100-80gb-sxm": (("nvlink3", "pcie4-x16"), "NVIDIA A100 datasheet: NVLink 600 GB/s, PCIe Gen4 64 GB/s"),
     "a100-40gb-sxm": (("nvlink3", "pcie4-x16"), "NVIDIA A100 datasheet: NVLink 600 GB/s, PCIe Gen4 64 GB/s"),
     "h100-sxm": (("nvlink4", "pcie5-x16"), "NVIDIA H100 datasheet, SXM: NVLink 900 GB/s, PCIe Gen5 128 GB/s"),
+    "h800": (("nvlink4-h800", "pcie5-x16"), "NVIDIA H800 datasheet, SXM5: NVLink 400 GB/s, PCIe Gen5 128 GB/s"),
     "h100-pcie": (
         ("nvlink4-bridge", "pcie5-x16"),
         "NVIDIA H100 datasheet, PCIe: NVLink bridge 600 GB/s, PCIe Gen5 128 GB/s",
@@ -326,7 +339,7 @@ class NodeSpec:
 
     ``scale_up`` joins every GPU of the node to every other (through NVSwitch chips), at its full
     per-GPU rate; ``scale_out`` is the kind of network port, ``scale_out_ports`` how many the node
-    has for the compute network (one per GPU on all three boards).
+    has for the compute network (one per GPU on every board here).
     """
 
     name: str
@@ -416,6 +429,19 @@ _NODES: dict[str, NodeSpec] = {
             source="NVIDIA DGX H100/H200 documentation: 8x H100 SXM, four NVSwitch chips, "
             "eight single-port ConnectX-7 at up to 400 Gb/s for the compute network",
             aliases=("dgx h100", "hgx h100", "8xh100", "h100 node"),
+        ),
+        _node(
+            "8x-h800",
+            "8x H800 SXM (HGX H800 8-GPU)",
+            gpu="h800",
+            n_gpus=8,
+            scale_up="nvlink4-h800",
+            scale_out="ib-ndr",
+            ports=8,
+            source="DeepSeek-AI (2024), DeepSeek-V3 technical report, section 3.1: 8 H800 per node on "
+            "NVLink and NVSwitch, InfiniBand between nodes; Zhao et al. (2025), Insights into DeepSeek-V3, "
+            "section 4: eight 400 Gb/s InfiniBand ConnectX-7 NICs per node",
+            aliases=("hgx h800", "8xh800", "h800 node"),
         ),
         _node(
             "8x-b200",

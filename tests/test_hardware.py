@@ -187,6 +187,7 @@ def test_gpuspec_itself_is_validated():
         ("NVIDIA H200", "h200"),
         ("NVIDIA H100 80GB HBM3", "h100-sxm"),
         ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA H800", "h800"),
         ("NVIDIA A100-SXM4-80GB", "a100-80gb-sxm"),
         ("NVIDIA A100-SXM4-40GB", "a100-40gb-sxm"),
         ("NVIDIA B200", "b200"),
