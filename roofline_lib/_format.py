@@ -7,6 +7,9 @@ and used by every module that prints such a value.
 
 from __future__ import annotations
 
+import math
+from decimal import ROUND_HALF_UP, Decimal
+
 from .hardware import GIB
 
 __all__: list[str] = []  # private helpers: the modules import them by name
@@ -34,6 +37,22 @@ def rate(x: float, unit: str) -> str:
 def num(x: float) -> str:
     """Three significant figures without exponents, thousands separated: 0.3, 19.5, 312, 1,979."""
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+def sig3(x: float) -> str:
+    """Three significant figures, thousands separated, as the website explorers print (their ``sig3``).
+
+    ``3977.4 -> '3,980'``, ``12.34 -> '12.3'``, ``0.01234 -> '0.0123'``: the notebook's explorers
+    and the website's show the same state as the same text.
+    """
+    if x == 0:
+        return "0"
+    exact = Decimal(x)  # the float's exact value; a tie rounds up, as JavaScript's toPrecision does
+    step = Decimal(1).scaleb(exact.adjusted() - 2)
+    rounded = float(exact.quantize(step, rounding=ROUND_HALF_UP))
+    decimals = max(0, 2 - math.floor(math.log10(abs(rounded))))
+    text = f"{rounded:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text  # 1.00 -> "1", as the page prints it
 
 
 def flops_rate(flops_per_s: float) -> str:

@@ -40,6 +40,8 @@ from matplotlib.ticker import FuncFormatter, LogLocator, PercentFormatter
 
 from ._checks import _positive, _positive_int
 from ._format import num as _fmt
+from ._format import seconds as _seconds
+from ._format import sig3 as _sig3
 from .hardware import as_gpu, registry
 from .roofline import ImplausibleMeasurement, attainable_flops_per_s, ridge_point, roof
 
@@ -194,9 +196,9 @@ def _figure() -> tuple[Figure, object]:
     fig = Figure(figsize=_FIGSIZE, dpi=_DPI)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    fig.subplots_adjust(
-        left=0.13, right=0.94, bottom=0.15, top=0.9
-    )  # fixed: no layout pass per redraw; room for the last tick label
+    # fixed margins, so no layout pass per redraw: room on the left for a "100,000" tick and the
+    # y label beside it (at 0.13 the label was cut off), and on the right for the last tick label
+    fig.subplots_adjust(left=0.17, right=0.94, bottom=0.15, top=0.9)
     return fig, ax
 
 
@@ -390,24 +392,39 @@ def roofline_explorer(gpu="A100", precision: str = "bf16", intensity: float = 10
 # --------------------------------------------------------------------------- decode
 
 
+_BARE_COUNT = ""  # the decode explorer's model menu entry for a bare parameter count
+_BATCH_LOG2_MAX = 12  # decode batch sliders end at 2**12 = 4096 sequences, in Lab and on the site
+_WHOLE_LABEL = {"description_width": "initial"}  # a description shown whole, not cut to a fixed width
+
+
 def _decode_controls(n, spec, bytes_per_param, batch, tokens, model) -> dict:
     """The decode explorer's controls: model menu, GPU, weight width, batch and tokens."""
     from . import transformer
 
-    model_options = [(f"{n / 1e9:.3g}B parameters", None)] + [
+    # "" (not None) stands for the bare parameter count: a Dropdown whose value is None shows
+    # nothing selected, so JupyterLab drew the menu blank
+    model_options = [(f"{n / 1e9:.3g}B parameters", _BARE_COUNT)] + [
         (transformer.model_config(m).name, m) for m in transformer.shipped_models()
     ]
     widths = sorted({2, 1, 0.5, float(bytes_per_param)}, reverse=True)
     return {
-        "model": w.Dropdown(options=model_options, value=model, description="model", layout=w.Layout(width="18em")),
+        "model": w.Dropdown(
+            options=model_options,
+            value=_BARE_COUNT if model is None else model,
+            description="model",
+            style=_WHOLE_LABEL,
+            layout=w.Layout(width="20em"),
+        ),
         "gpu": _gpu_dropdown(spec),
         "bytes_per_param": w.Dropdown(
             options=[(f"{b:g} B/param", b) for b in widths],
             value=float(bytes_per_param),
             description="weights",
-            layout=w.Layout(width="13em"),
+            style=_WHOLE_LABEL,
+            layout=w.Layout(width="15em"),
         ),
-        "batch": _powers_of_two_slider(batch, range(0, 11), "batch"),  # 1 .. 1024
+        # 1 .. 4096, the website explorer's span (BATCH_LOG2_MAX in roofline-explorer.js)
+        "batch": _powers_of_two_slider(batch, range(0, _BATCH_LOG2_MAX + 1), "batch"),
         "tokens": w.IntSlider(
             value=tokens, min=1, max=max(4096, tokens), step=1, description="tokens", continuous_update=False
         ),
@@ -425,8 +442,8 @@ def _decode_readout(row, batch: int, n_tokens: int) -> str:
     generate_s = n_tokens * row.seconds_per_step  # one token per sequence per step
     warning = f"<br>{_error(row.warning)}" if row.warning else ""
     return (
-        f"Batch {batch}: at most <b>{_fmt(row.tokens_per_s)} tokens/s</b> "
-        f"({_fmt(row.tokens_per_s / batch)} per sequence), {row.ms_per_token:.3g} ms per step, "
+        f"Batch {batch}: at most <b>{_sig3(row.tokens_per_s)} tokens/s</b> "
+        f"({_sig3(row.tokens_per_s / batch)} per sequence), {_sig3(row.ms_per_token)} ms per step, "
         f"<b>{row.bound}-bound</b>, {row.share_of_peak:.1%} of the {row.precision} peak. "
         f"{n_tokens} tokens per sequence take at least {generate_s:.3g} s.{warning}"
     )
@@ -477,7 +494,7 @@ def decode_explorer(
         chip = as_gpu(controls["gpu"].value)
         bpp = controls["bytes_per_param"].value
         bsz = controls["batch"].value
-        name = controls["model"].value
+        name = controls["model"].value or None
         subject = n if name is None else transformer.model_config(name)
         label = f"{n / 1e9:.3g}B params" if name is None else subject.name
         try:
@@ -499,7 +516,7 @@ def decode_explorer(
 
     def site_state() -> dict[str, object]:
         """The page's decode explorer reads weights in its precision's width: name that precision."""
-        name = controls["model"].value
+        name = controls["model"].value or None
         state = {
             "gpu": controls["gpu"].value,
             "precision": inference.precision_for_bytes(controls["bytes_per_param"].value),
@@ -767,7 +784,9 @@ def collective_explorer(
         limits.set_ydata(np.minimum(flat, slope * sizes) / 1e9)
         cross_line.set_xdata([crossover, crossover])
         dot.set_data([s], [cost.bus_bytes_per_s / 1e9])
-        ax.set_ylim(flat / 1e9 / 1e6, flat / 1e9 * 3)
+        # six decades below the link, or lower where latency holds small messages further down
+        # (100 bytes on 512 ranks): the whole curve is drawn, never cut off at the axis
+        ax.set_ylim(min(flat / 1e6, bus.min() / 3) / 1e9, flat / 1e9 * 3)
         ax.set_title(
             f"{algo} {name} on {n} ranks over {link_spec.name} "
             f"({_fmt(link_spec.bytes_per_s / 1e9)} GB/s one way), alpha {alpha * 1e6:.3g} us",
@@ -775,8 +794,8 @@ def collective_explorer(
         )
         explorer.result = cost
         explorer.readout.value = (
-            f"{_fmt(s)} bytes: {cost.steps} steps x {alpha * 1e6:.3g} us + {_fmt(cost.bytes_per_rank)} bytes "
-            f"on the wire = <b>{_fmt(cost.seconds * 1e6)} us</b>; bus bandwidth "
+            f"{_fmt(s)} bytes: {cost.steps:,} steps x {alpha * 1e6:.3g} us = {_seconds(cost.steps * alpha)} of "
+            f"latency, + {_fmt(cost.bytes_per_rank)} bytes on the wire: <b>{_seconds(cost.seconds)}</b>; bus bandwidth "
             f"<b>{_fmt(cost.bus_bytes_per_s / 1e9)} GB/s</b> ({cost.bus_bytes_per_s / link_spec.bytes_per_s:.0%} "
             f"of the link), latency {cost.latency_share:.0%} of the time. Latency stops dominating at "
             f"{_fmt(crossover)} bytes."

@@ -64,6 +64,7 @@ function evaluateCases(X, cases) {
       if (c.op === "collective") {
         return X.collectiveCost(c.collective, c.message_bytes, c.n_ranks, c.alpha_seconds, c.link, c.algorithm);
       }
+      if (c.op === "bus_axis") return X.busAxis(c.flat, c.smallest);
       if (c.op === "crossover") {
         return X.latencyCrossoverBytes(c.collective, c.n_ranks, c.alpha_seconds, c.link, c.algorithm);
       }
@@ -307,6 +308,17 @@ def test_bad_input_is_refused_with_the_reason(run_js):
 )
 def test_readouts_print_three_significant_digits(run_js, x, shown):
     assert run_js([{"op": "sig3", "x": x}]) == [shown]
+
+
+def test_the_notebook_explorers_round_as_the_website_does(run_js):
+    # the library's sig3 (the notebook explorers' readouts) against the page's, ties included:
+    # 20.25 and 0.125 are exact binary ties, which JavaScript's toPrecision rounds up
+    from roofline_lib._format import sig3
+
+    xs = [20.25, 0.125, 3977.4, 4660.57, 989.5, 12345.0, 0.0654, 6.5353, 1.0, 999.5, 1e9, 291.29, 0.001]
+    got = run_js([{"op": "sig3", "x": x} for x in xs])
+    assert [sig3(x) for x in xs] == got
+    assert got[:4] == ["20.3", "0.125", "3,980", "4,660"]
 
 
 def test_the_extension_finds_explorers_by_their_class():
@@ -736,6 +748,36 @@ def test_collective_worked_example_and_link_names(run_js):
     assert names == "ib-ndr"
     every = [n for key, spec in rl.link_registry().items() for n in (key, spec.name, *spec.aliases)]
     assert run_js([{"op": "link", "name": n} for n in every]) == [rl.link(n).key for n in every]
+
+
+def test_the_bus_chart_shows_the_whole_curve_at_512_ranks_and_says_its_latency_in_words(run_js):
+    # 100 bytes all-reduced on 512 ranks over NVLink 4: 2 * 511 = 1,022 steps x 5 us = 5.11 ms of
+    # latency; bus bandwidth 100 * 2 * 511 / 512 / 5.11 ms = 39 kB/s, 7 decades under the link's
+    # 900 GB/s (450 GB/s one way times the factor 2 * 511 / 512 over 2 * 511 / 512 bytes a byte)
+    cost = rl.collective_cost("all_reduce", 100, 512, 5e-6, "NVLink 4")
+    assert cost.steps == 1022 and cost.bus_bytes_per_s == pytest.approx(100 * 2 * 511 / 512 / 5.11e-3, rel=1e-3)
+    flat = 450e9  # the large-message limit of the bus bandwidth, B/s
+    axis, usual, *formats = run_js(
+        [
+            {"op": "bus_axis", "flat": flat, "smallest": cost.bus_bytes_per_s},
+            {"op": "bus_axis", "flat": flat, "smallest": flat / 10},
+            *({"op": "format", "how": "duration", "x": x} for x in (5.11e-3, 4.589e-4, 2.5, 3e-8)),
+        ]
+    )
+    # top: ceil(log10(900e9)) = 12; bottom: floor(log10(39,000)) = 4, below the usual 12 - 6 = 6
+    assert axis == {"top": 12, "bottom": 4, "every": 2}
+    assert 10 ** axis["bottom"] <= cost.bus_bytes_per_s  # the curve's left end is on the chart
+    assert usual == {"top": 12, "bottom": 6, "every": 1}
+    from roofline_lib._format import seconds
+
+    want = [seconds(x).replace(" us", " µs") for x in (5.11e-3, 4.589e-4, 2.5, 3e-8)]
+    assert formats == want == ["5.11 ms", "459 µs", "2.5 s", "30 ns"]
+    # the notebook's widget draws the same span and says the same in its readout
+    from roofline_lib import widgets
+
+    ex = widgets.collective_explorer(link="NVLink 4", n_ranks=512, message_bytes=100, alpha_seconds=5e-6)
+    assert ex.figure.axes[0].get_ylim()[0] <= cost.bus_bytes_per_s / 1e9
+    assert "1,022 steps x 5 us = 5.11 ms of latency" in ex.readout.value
 
 
 def test_comms_bad_input_is_refused_with_the_reason(run_js):

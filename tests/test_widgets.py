@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import html  # noqa: E402
 import re  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import ipywidgets as w  # noqa: E402
 import pytest  # noqa: E402
@@ -374,7 +375,35 @@ def test_stepped_sliders_are_powers_of_two_with_the_start_among_them():
     options = ex.controls["n_gpus"].options
     assert len(options) == 16 and options[:5] == (1, 2, 4, 6, 8) and options[-1] == 16384
     assert ex.controls["n_gpus"].value == 6 and ex.site_attributes["data-n-gpus"] == "6"
-    assert widgets.decode_explorer(7e9, "A100").controls["batch"].options[-1] == 1024  # 2**10
+    assert widgets.decode_explorer(7e9, "A100").controls["batch"].options[-1] == 4096  # 2**12
+
+
+def test_the_decode_sliders_span_the_website_explorers_batches():
+    # the website's decode slider ends at 2**BATCH_LOG2_MAX; Lab's spanned 1 to 1024 against its 4096
+    js = (Path(__file__).resolve().parents[1] / "book" / "_static" / "roofline-explorer.js").read_text()
+    log2_max = int(re.search(r"var BATCH_LOG2_MAX = (\d+);", js).group(1))
+    options = widgets.decode_explorer(7e9, "H100").controls["batch"].options
+    assert options[0] == 1 and options[-1] == 2**log2_max == 4096
+
+
+def test_the_decode_model_menu_always_shows_a_choice():
+    # a Dropdown whose value is None shows nothing selected: Lab drew the model menu blank
+    ex = widgets.decode_explorer(7e9, "H100")
+    menu = ex.controls["model"]
+    assert menu.value is not None and menu.label == "7B parameters"
+    assert ex.site_attributes["data-n-params"] == "7000000000" and "data-model" not in ex.site_attributes
+    menu.value = "llama-2-7b"
+    assert menu.label == "Llama-2-7B" and ex.site_attributes["data-model"] == "llama-2-7b"
+    for name in ("model", "bytes_per_param"):  # descriptions shown whole, not cut to a fixed width
+        assert ex.controls[name].style.description_width == "initial"
+
+
+def test_the_decode_readout_rounds_as_the_website_does():
+    # A100, 7e9 parameters in bf16, batch 2: 2 * 2.039e12 / 14e9 = 291.29 tokens/s, "291" on both
+    ex = widgets.decode_explorer(7e9, "A100", batch=2)
+    assert "<b>291 tokens/s</b>" in ex.readout.value
+    ex.controls["batch"].value = 32  # 32 * 145.64 = 4,660.6 tokens/s: "4,660", never "4,661"
+    assert "<b>4,660 tokens/s</b>" in ex.readout.value
 
 
 @pytest.mark.parametrize(

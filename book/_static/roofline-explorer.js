@@ -344,6 +344,26 @@
     return fixedLikePython(x * 100, decimals) + "%";
   }
 
+  /**
+   * The bus-bandwidth chart's y axis, in decades (log10 of B/s): from just above the link's limit
+   * `flat` down six decades, or further where latency holds the smallest message's bus bandwidth
+   * `smallest` lower still (100 bytes on 512 ranks), so the curve is never clamped to the axis.
+   * `every` labels every other decade on a tall axis.
+   */
+  function busAxis(flat, smallest) {
+    var top = Math.ceil(Math.log10(flat * 2));
+    var bottom = Math.min(top - 6, Math.floor(Math.log10(smallest)));
+    return { top: top, bottom: bottom, every: top - bottom > 7 ? 2 : 1 };
+  }
+
+  /** A duration in s, ms, µs or ns with three significant digits, as roofline_lib._format.seconds: 0.0123 -> "12.3 ms". */
+  function duration(s) {
+    if (s >= 1) return sig3(s) + " s";
+    if (s >= 1e-3) return sig3(s * 1e3) + " ms";
+    if (s >= 1e-6) return sig3(s * 1e6) + " µs";
+    return sig3(s * 1e9) + " ns";
+  }
+
   /** Round to 3 significant digits and print with thousands separators: 12345 -> "12,300". */
   function sig3(x) {
     if (x === 0) return "0";
@@ -625,6 +645,8 @@
     busBandwidthFactor: busBandwidthFactor,
     collectiveCost: collectiveCost,
     latencyCrossoverBytes: latencyCrossoverBytes,
+    busAxis: busAxis,
+    duration: duration,
     servingPrecision: servingPrecision,
     servingDecode: servingDecode,
     servingPrefill: servingPrefill,
@@ -1193,8 +1215,8 @@
     var W = 420, H = 250, L = 60, R = 20, T = 10, B = 38;
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
     var lx0 = MESSAGE_LOG10[0], lx1 = MESSAGE_LOG10[1];
-    var lyTop = Math.ceil(Math.log10(o.flat * 2));
-    var lyBot = lyTop - 6;
+    var axis = busAxis(o.flat, o.bus(Math.pow(10, lx0)));
+    var lyTop = axis.top, lyBot = axis.bottom, every = axis.every;
     function px(x) { return L + ((Math.log10(x) - lx0) / (lx1 - lx0)) * (W - L - R); }
     function py(y) {
       var ly = Math.max(lyBot, Math.log10(y));
@@ -1211,7 +1233,7 @@
     for (var f = lyBot; f <= lyTop; f++) {
       var y = py(Math.pow(10, f));
       g.appendChild(svgEl("line", { x1: L, x2: W - R, y1: y, y2: y, class: "grid" }));
-      if (f === lyBot) continue;
+      if (f === lyBot || (lyTop - f) % every) continue;
       g.appendChild(svgEl("text", { x: L - 4, y: y + 4, "text-anchor": "end" }, tick(Math.pow(10, f) / 1e9)));
     }
     g.appendChild(svgEl("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" }, "message size"));
@@ -1276,8 +1298,9 @@
       slider.output.textContent = prefixed(size, "B");
       ranks.output.textContent = grouped(n);
       show(out.link, rec.bytes_per_s, sig3(rec.bytes_per_s / 1e9) + " GB/s (" + rec.name + ")");
-      show(out.seconds, cost.seconds, cost.steps + " × " + sig3(alpha * 1e6) + " µs + " +
-        prefixed(cost.bytesPerRank, "B") + " on the wire = " + sig3(cost.seconds * 1e6) + " µs");
+      show(out.seconds, cost.seconds, grouped(cost.steps) + " steps × " + sig3(alpha * 1e6) + " µs = " +
+        duration(cost.steps * alpha) + " of latency, + " + prefixed(cost.bytesPerRank, "B") +
+        " on the wire: " + duration(cost.seconds));
       show(out.latency, cost.latencyShare, sig3(100 * cost.latencyShare) + " %");
       show(out.algbw, cost.algorithmBytesPerS, sig3(cost.algorithmBytesPerS / 1e9) + " GB/s");
       show(out.busbw, cost.busBytesPerS, sig3(cost.busBytesPerS / 1e9) + " GB/s (" +
