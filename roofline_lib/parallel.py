@@ -405,7 +405,10 @@ def plan(
     alpha = _positive(alpha_seconds, "alpha_seconds", "seconds", allow_zero=True)
     cross = _flag(allow_cross_node_tp, "allow_cross_node_tp")
     m = _check_layout(cfg, c, dp, tp, pp, ep, cp, s, gb, mb, v, cross)
-    peak = c.gpu.peak_flops_per_s(compute_precision)
+    try:
+        peak = c.gpu.peak_flops_per_s(compute_precision)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"compute_precision: {err}") from None
     per = state_bytes_per_param(optimizer, precision)
 
     # compute: the busiest stage's share of the step's FLOPs

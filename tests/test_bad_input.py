@@ -46,6 +46,7 @@ ON_DEMAND = (
     "export",
     "grading",
     "cli",
+    "parallel_live",
 )
 
 #: What each kind of parameter looks like in a valid call, by name. SI units throughout.
@@ -192,6 +193,23 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "rl.step_counts": {"server": lambda: _server()},
     "rl.steady_frontier": {"server": lambda: _server(), "policy": "continuous", "prompt_len": 64, "output_len": 16},
     "rl.poisson_trace": {"n_requests": 4, "rate_per_s": 2.0, "prompt_len": 64, "output_len": 16, "seed": 1},
+    "rl.cluster": {"node": "8x H100", "n_gpus": 16},
+    "rl.plan": {
+        "model": lambda: _config(),
+        "cluster": lambda: rl.cluster("8x H100", 16),
+        "dp": 8,
+        "tp": 2,
+        "global_batch": 16,
+        "seq_len": 128,
+    },
+    "rl.expert_params": {"model": lambda: _config()},
+    "rl.pipeline_bubble_fraction": {"pp": 4, "micro_batches": 8},
+    "rl.data_parallel_bytes": {"n_params": 1e9, "dp": 8, "zero": 1},
+    "rl.tensor_parallel_bytes": {"tokens": 1024, "d_model": 512, "tp": 2, "n_layers": 4},
+    "rl.zero_memory": {"n_params": 7.5e9, "dp": 64, "stage": 1},
+    "rl.training_state_bytes": {"model": lambda: _config()},
+    "rl.activation_bytes_per_layer": {"micro_batch": 1},
+    "rl.compare_run": {"run": lambda: rl.published_runs()[0]},
 }
 
 #: Public names that are not called here, and why. Classes are data holders the library builds
@@ -266,6 +284,9 @@ NOT_CALLED: dict[str, str] = {
     "rl.frontier": "runs the scheduler at each arrival rate; its refusals are in test_serving",
     "rl.best_steady_state": "takes steady_frontier's points; its refusals of the SLO are in test_serving",
     "rl.best_under_slo": "takes frontier points and an SLO; its refusals are in test_serving",
+    "rl.published_runs": "takes no arguments",
+    "parallel_live.measure_parallel": "trains on local gloo ranks for seconds; its refusals are in test_parallel",
+    "parallel_live.compare_parallel": "takes measure_parallel's LiveMeasurement; its refusal is in test_parallel",
 }
 
 #: Classes whose constructor is public input (a reader builds one by hand), so it must refuse too.
