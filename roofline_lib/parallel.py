@@ -280,7 +280,9 @@ def _model(model) -> TransformerConfig:
         return model
     if isinstance(model, str):
         return model_config(model)
-    raise TypeError(f"model must be a TransformerConfig or a shipped model's name, got {type(model).__name__} {model!r}")
+    raise TypeError(
+        f"model must be a TransformerConfig or a shipped model's name, got {type(model).__name__} {model!r}"
+    )
 
 
 def _as_cluster(value) -> Cluster:
@@ -394,7 +396,8 @@ def plan(
     cfg = _model(model)
     c = _as_cluster(cluster)
     dp, tp, pp, ep, cp = (
-        _positive_int(value, name, "GPUs") for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("ep", ep), ("cp", cp))
+        _positive_int(value, name, "GPUs")
+        for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("ep", ep), ("cp", cp))
     )
     z = _stage(zero)
     s = _positive_int(seq_len, "seq_len", "tokens")
@@ -441,7 +444,9 @@ def plan(
         else:
             critical = tokens_per_gpu * seconds / compute
         comms.append(
-            CommsRoof(name, what, collective, group, per_node, link, count, message, sent, seconds, intensity, ridge, critical)
+            CommsRoof(
+                name, what, collective, group, per_node, link, count, message, sent, seconds, intensity, ridge, critical
+            )
         )
 
     act_msg = mb * (s // cp) * h * _WIRE_BYTES  # one micro-batch's activations, one layer
@@ -491,9 +496,7 @@ def plan(
             return bytes_per_param * (dense_gpu / dp_group + moe_gpu / moe_shard)
         return bytes_per_param * (dense_gpu + moe_gpu)
 
-    act_layer = activation_bytes_per_layer(
-        s // cp, mb, h, cfg.n_heads, tp=tp, sequence_parallel=tp > 1, recompute=mode
-    )
+    act_layer = activation_bytes_per_layer(s // cp, mb, h, cfg.n_heads, tp=tp, sequence_parallel=tp > 1, recompute=mode)
     in_flight = min(pp, m) * ((1 + (pp - 1) / (pp * v)) if v > 1 else 1)  # 1F1B, first stage
     memory = MemoryPerGPU(
         weights=state(per.weights, 3),

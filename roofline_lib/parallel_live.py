@@ -298,9 +298,10 @@ def measure_parallel(
     deadline = time.monotonic() + timeout
     try:
         for rank in range(n):
-            with open(os.path.join(folder, f"rank{rank}.out"), "w") as out, open(
-                os.path.join(folder, f"rank{rank}.err"), "w"
-            ) as err:
+            with (
+                open(os.path.join(folder, f"rank{rank}.out"), "w") as out,
+                open(os.path.join(folder, f"rank{rank}.err"), "w") as err,
+            ):
                 procs.append(
                     subprocess.Popen(
                         [sys.executable, "-c", code, json.dumps({**base, "rank": rank})],
@@ -314,7 +315,9 @@ def measure_parallel(
             try:
                 p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                raise TimeoutError(f"rank {rank} of {n} did not finish within timeout_s = {timeout:g} seconds") from None
+                raise TimeoutError(
+                    f"rank {rank} of {n} did not finish within timeout_s = {timeout:g} seconds"
+                ) from None
             if p.returncode != 0:
                 with open(os.path.join(folder, f"rank{rank}.err")) as err:
                     raise RuntimeError(f"rank {rank} of {n} failed (exit {p.returncode}): {err.read()[-2000:]}")

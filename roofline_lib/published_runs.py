@@ -2,7 +2,7 @@
 
 Three runs the planner (:func:`roofline_lib.parallel.plan`) is set against:
 
-* **Llama 3 405B** on 16,384 H100s (Dubey et al. 2024, Table 4; architecture Table 3): TP 8,
+* **Llama 3 405B** on 16,384 H100s (Grattafiori, Dubey et al. 2024, Table 4; architecture Table 3): TP 8,
   PP 16, DP 128, 8,192-token sequences, 16M tokens per step, 400 TFLOP/s per GPU, 41 % BF16 MFU.
 * **Megatron-LM's 1T GPT** on 3,072 A100s (Narayanan et al. 2021, Table 1): TP 8, PP 64, DP 6,
   batch 3,072 sequences of 2,048 tokens, 163 TFLOP/s per GPU, 52 % of the peak. The paper's FLOP
@@ -120,8 +120,8 @@ def _megatron_flops_per_token(cfg: TransformerConfig) -> float:
     """Narayanan et al. (2021), equation 3, per token: ``96 l h^2 (1 + s / 6h + V / 16 l h)``, the
     forward, backward and recomputed forward of every layer (scores over the whole square) and
     the logits' forward and backward."""
-    l, h, s, v = cfg.n_layers, cfg.d_model, cfg.seq_len, cfg.vocab
-    return 96 * l * h**2 * (1 + s / (6 * h) + v / (16 * l * h))
+    layers, h, s, v = cfg.n_layers, cfg.d_model, cfg.seq_len, cfg.vocab
+    return 96 * layers * h**2 * (1 + s / (6 * h) + v / (16 * layers * h))
 
 
 def _model_rate(cfg: TransformerConfig, tokens_per_s_per_gpu: float) -> float:
@@ -143,16 +143,17 @@ def published_runs() -> tuple[PublishedRun, ...]:
             model=_LLAMA3_405B,
             node="8x-h100",
             n_gpus=16384,
-            layout=dict(dp=128, tp=8, pp=16, zero=2, global_batch=2048, seq_len=8192, micro_batch=1,
-                        recompute="selective"),  # fmt: skip  (flash attention keeps no score matrix)
+            layout=dict(
+                dp=128, tp=8, pp=16, zero=2, global_batch=2048, seq_len=8192, micro_batch=1, recompute="selective"
+            ),  # fmt: skip  (flash attention keeps no score matrix)
             published_mfu=0.41,
             published_flops_per_s_per_gpu=llama_tflops,
             model_flops_per_s_per_gpu=_model_rate(_LLAMA3_405B, llama_tokens_per_s),
             counts="BF16 model FLOPs per GPU against the 989 TFLOP/s dense peak; the report counts attention too",
-            source="Dubey et al. (2024), Table 4: 16,384 GPUs, TP 8, CP 1, PP 16, DP 128, batch 16 per DP rank",
+            source="Grattafiori, Dubey et al. (2024), Table 4: 16,384 GPUs, TP 8, CP 1, PP 16, DP 128, batch 16 per DP rank",
             notes="FSDP that shards optimizer state and gradients but keeps the weights after the forward "
             "(ZeRO-2's traffic); an interleaved schedule whose virtual-stage count the report does not print.",
-            cite="dubey2024llama3",
+            cite="grattafiori2024llama3",
         ),
         PublishedRun(
             key="megatron-1t",
@@ -160,8 +161,9 @@ def published_runs() -> tuple[PublishedRun, ...]:
             model=_GPT_1T,
             node="8x-a100",
             n_gpus=3072,
-            layout=dict(dp=6, tp=8, pp=64, zero=0, global_batch=3072, seq_len=2048, micro_batch=1,
-                        recompute="full"),  # fmt: skip
+            layout=dict(
+                dp=6, tp=8, pp=64, zero=0, global_batch=3072, seq_len=2048, micro_batch=1, recompute="full"
+            ),  # fmt: skip
             published_mfu=0.52,
             published_flops_per_s_per_gpu=megatron_tflops,
             model_flops_per_s_per_gpu=_model_rate(_GPT_1T, megatron_tokens_per_s),
@@ -176,8 +178,9 @@ def published_runs() -> tuple[PublishedRun, ...]:
             model=_DEEPSEEK_V3,
             node="8x-h800",
             n_gpus=2048,
-            layout=dict(dp=128, pp=16, ep=64, zero=1, global_batch=15360, seq_len=4096, micro_batch=1,
-                        recompute="selective"),  # fmt: skip
+            layout=dict(
+                dp=128, pp=16, ep=64, zero=1, global_batch=15360, seq_len=4096, micro_batch=1, recompute="selective"
+            ),  # fmt: skip
             published_mfu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s) / 989.5e12,
             published_flops_per_s_per_gpu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s),
             model_flops_per_s_per_gpu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s),

@@ -142,7 +142,9 @@ def test_tp_heads_and_cluster_refusals():
     wide = rl.TransformerConfig(d_model=1024, d_ff=4096, n_layers=4, n_heads=16, vocab=1000, seq_len=128)
     with pytest.raises(ValueError, match="tp = 16 GPUs spans more than one node of 8 GPUs"):
         rl.plan(wide, rl.cluster("8x H100", 16), dp=1, tp=16, global_batch=1, seq_len=128)
-    crossed = rl.plan(wide, rl.cluster("8x H100", 16), dp=1, tp=16, global_batch=1, seq_len=128, allow_cross_node_tp=True)
+    crossed = rl.plan(
+        wide, rl.cluster("8x H100", 16), dp=1, tp=16, global_batch=1, seq_len=128, allow_cross_node_tp=True
+    )
     assert "2 nodes" in crossed.roof("tp").link  # said so: then priced across the network
 
 
