@@ -127,8 +127,8 @@ def typed_numerals(text: str, allowed: dict[str, str] | None = None) -> list[tup
 def missing_parts(text: str) -> list[str]:
     """What a chapter lacks of the course's shape; an empty list is a pass."""
     missing = []
-    if not re.search(r"\{cite(?::[a-z]+)?\}`", text):
-        missing.append("a citation ({cite}`key`)")
+    if not _CITATION.search(text):
+        missing.append("a citation ([Author 2024](../book/references.md#cite-key))")
     if not re.search(r"^\s*```+\{admonition\}\s*Takeaway\b", text, re.M):
         missing.append("a Takeaway box")
     if not re.search(r"^## Problems\s*$", text, re.M):
@@ -138,7 +138,7 @@ def missing_parts(text: str) -> list[str]:
     further = re.search(r"^## Further reading\s*$(?P<body>.*?)(?=^#{1,2} |\Z)", text, re.M | re.S)
     if not further:
         missing.append("a '## Further reading' section")
-    elif not re.search(r"\{cite(?::[a-z]+)?\}`", further["body"]):
+    elif not _CITATION.search(further["body"]):
         missing.append("a citation inside 'Further reading'")
     return missing
 
@@ -179,37 +179,81 @@ def _bib_keys() -> set[str]:
     return set(re.findall(r"^@\w+\{([^,\s]+),", (ROOT / "references.bib").read_text(encoding="utf-8"), re.M))
 
 
-def _glossary_terms() -> set[str]:
-    text = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
-    body = re.search(r"```\{glossary\}\n(?P<body>.*?)\n```", text, re.S)["body"]
-    return {line.strip().lower() for line in body.splitlines() if line.strip() and not line[0].isspace()}
-
-
 def cited_keys(text: str) -> list[str]:
-    """Every key a chapter cites, in order: {cite}`a`, {cite:p}`a,b`, {cite:t}`a`."""
-    return [k.strip() for group in re.findall(r"\{cite(?::[a-z]+)?\}`([^`]*)`", text) for k in group.split(",")]
+    """Every key a chapter cites, in order: ``[Kaplan et al. 2020](../book/references.md#cite-key)``."""
+    return [m["key"] for m in _CITATION.finditer(text)]
 
 
 def term_targets(text: str) -> list[str]:
-    """Every glossary entry a chapter links to: {term}`HBM`, {term}`kernels <Kernel>`."""
-    return [(m[2] or m[1]).strip() for m in re.finditer(r"\{term\}`([^`<]*)(?:<([^>]*)>)?`", text)]
+    """Every glossary anchor a chapter links to: ``[kernels](../book/glossary.md#term-Kernel)``."""
+    return re.findall(r"\]\((?:\.\./)*(?:book/)?glossary\.md#(term-[A-Za-z0-9-]+)\)", text)
+
+
+def _term_anchors() -> set[str]:
+    return {_lab_links().term_anchor(t) for t in _lab_links().glossary_terms().values()}
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_citations_and_terms_resolve(chapter):
     # the strict build fails on both too; this says which key or term, without a build
     text = chapter.read_text(encoding="utf-8")
-    assert set(cited_keys(text)) <= _bib_keys(), set(cited_keys(text)) - _bib_keys()
-    assert {t.lower() for t in term_targets(text)} <= _glossary_terms(), {
-        t for t in term_targets(text) if t.lower() not in _glossary_terms()
-    }
+    keys = {k.lower() for k in _bib_keys()}
+    assert set(cited_keys(text)) <= keys, set(cited_keys(text)) - keys
+    assert set(term_targets(text)) <= _term_anchors(), set(term_targets(text)) - _term_anchors()
 
 
-def test_citation_and_term_readers_on_a_planted_line():
-    line = "As {cite:p}`kaplan2020scaling, hoffmann2022chinchilla` and {cite}`x` say, {term}`kernels <Kernel>` and {term}`HBM`."
-    assert cited_keys(line) == ["kaplan2020scaling", "hoffmann2022chinchilla", "x"]
-    assert term_targets(line) == ["Kernel", "HBM"]
-    assert "x" not in _bib_keys() and {"kernel", "hbm"} <= _glossary_terms()
+PAGES = CHAPTERS + sorted((ROOT / "exercises").glob("*.md")) + sorted((ROOT / "solutions").glob("*.md"))
+PAGES += sorted((ROOT / "book").glob("*.md"))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_cross_references_are_links_jupyterlab_can_follow(page):
+    # jupyterlab-myst resolves no {cite} (it has no bibliography), no {term} of another page and
+    # no {doc}: a reader in Lab saw raw keys, dead links and raw paths. tools/lab_links.py writes
+    # them as relative Markdown links, which the site resolves too.
+    left = _lab_links().roles_left(page.read_text(encoding="utf-8"))
+    assert not left, f"{page.name}: run tools/lab_links.py on it; roles left: {left[:5]}"
+
+
+def test_the_link_converter_writes_what_the_readers_read(tmp_path):
+    L = _lab_links()
+    page = ROOT / "notebooks" / "99_planted.md"
+    line = (
+        "As {cite:p}`kaplan2020scaling, hoffmann2022chinchilla` and {cite:t}`williams2009roofline` say, "
+        "{term}`kernels <Kernel>`, {term}`HBM` and {doc}`chapter 5 <05_mfu>`."
+    )
+    out = L._Converter().convert(line, page)
+    assert out == (
+        "As ([Kaplan et al. 2020](../book/references.md#cite-kaplan2020scaling); "
+        "[Hoffmann et al. 2022](../book/references.md#cite-hoffmann2022chinchilla)) and "
+        "[Williams et al. (2009)](../book/references.md#cite-williams2009roofline) say, "
+        "[kernels](../book/glossary.md#term-Kernel), [HBM](../book/glossary.md#term-HBM) and "
+        "[chapter 5](05_mfu.md)."
+    )
+    assert cited_keys(out) == ["kaplan2020scaling", "hoffmann2022chinchilla", "williams2009roofline"]
+    assert term_targets(out) == ["term-Kernel", "term-HBM"] and L.roles_left(out) == []
+    assert L.roles_left(line) and L._Converter().convert(out, page) == out  # idempotent
+    with pytest.raises(ValueError, match="cites 'nobody2020', which references.bib does not hold"):
+        L._Converter().convert("{cite:p}`nobody2020`", page)
+    with pytest.raises(ValueError, match="links the term 'Flux capacitor'"):
+        L._Converter().convert("{term}`Flux capacitor`", page)
+    with pytest.raises(ValueError, match="links the page 'nowhere'"):
+        L._Converter().convert("{doc}`nowhere`", page)
+    # the same authors in the same year are told apart as the site's in-text labels are
+    assert {L.bib_entries()[k][1] for k in ("nvidia2024h200", "nvidia2024hgxb200")} == {"2024b", "2024c"}
+
+
+_CITATION = re.compile(r"\]\((?:\.\./)*(?:book/)?references\.md#cite-(?P<key>[a-z0-9-]+)\)")
+
+
+def _lab_links():
+    """tools/lab_links.py, which writes the cross-references as links JupyterLab can follow."""
+    if "lab_links" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("lab_links", ROOT / "tools" / "lab_links.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["lab_links"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["lab_links"]
 
 
 def _glue_to_eval():
@@ -236,8 +280,8 @@ def test_order_check_catches_a_value_quoted_too_early():
 
 
 def test_every_chapter_is_checked():
-    # the eight chapters of the table of contents, 01_ to 08_
-    assert [p.name[:2] for p in CHAPTERS] == [f"{i:02d}" for i in range(1, 9)]
+    # the ten chapters of the table of contents, 01_ to 10_
+    assert [p.name[:2] for p in CHAPTERS] == [f"{i:02d}" for i in range(1, 11)]
 
 
 # ------------------------------------------------------------------ the checker, on planted chapters
@@ -295,19 +339,24 @@ def test_checker_allow_list_lets_a_scenario_input_pass():
 
 def test_checker_finds_the_missing_parts_of_a_planted_chapter():
     assert missing_parts(PLANTED) == [
-        "a citation ({cite}`key`)",
+        "a citation ([Author 2024](../book/references.md#cite-key))",
         "a Takeaway box",
         "a '## Problems' section",
         "a '## Summary' section",
         "a '## Further reading' section",
     ]
     whole = PLANTED.replace(
-        "# 9. A planted chapter", "# 9. A planted chapter\n\nAs {cite}`williams2009roofline` shows."
+        "# 9. A planted chapter",
+        "# 9. A planted chapter\n\nAs [Williams et al. 2009](../book/references.md#cite-williams2009roofline) shows.",
     )
     whole += "\n```{admonition} Takeaway\n:class: tip\nShort.\n```\n\n## Problems\n\n1. Why?\n\n## Summary\n\n- This.\n"
     assert missing_parts(whole) == ["a '## Further reading' section"]
     assert missing_parts(whole + "\n## Further reading\n\n- A paper.\n") == ["a citation inside 'Further reading'"]
-    assert missing_parts(whole + "\n## Further reading\n\n- {cite:t}`williams2009roofline`.\n") == []
+    assert missing_parts(whole + "\n## Further reading\n\n- {cite:t}`williams2009roofline`.\n") == [
+        "a citation inside 'Further reading'"  # a role JupyterLab cannot follow does not count
+    ]
+    cited = "- [Williams et al. (2009)](../book/references.md#cite-williams2009roofline).\n"
+    assert missing_parts(whole + "\n## Further reading\n\n" + cited) == []
 
 
 def test_checker_finds_the_source_in_a_planted_chapter():

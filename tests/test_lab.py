@@ -406,3 +406,56 @@ def test_saving_keeps_lab_results_out_of_the_source(chapter, lab):
 
 def test_the_whole_run_stays_quick(chapter):
     assert chapter.run_seconds < 60, f"Run All of chapter 1 took {chapter.run_seconds:.0f} s"
+
+
+# --------------------------------------------------------------------------- links and saving
+
+LINKED = ("notebooks/04_inference_regimes.md", "notebooks/08_communication.md", EXERCISE)
+
+
+def _tab_is_dirty(nb: Notebook) -> bool:
+    return nb.page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty, .jp-NotebookPanel.jp-mod-dirty").count() > 0
+
+
+@pytest.mark.parametrize("path", LINKED)
+def test_links_work_and_an_unedited_save_changes_nothing(browser, lab, path):
+    # jupyterlab-myst resolved no {cite}, {term} or {doc}: a reader saw raw keys, href="#" links
+    # and raw paths. The chapters now link as plain relative Markdown (tools/lab_links.py), which
+    # Lab turns into links that open the page; and opening or saving a chapter must not change it.
+    nb = Notebook(browser, lab, path)
+    try:
+        nb.page.wait_for_function(
+            "n => document.querySelectorAll('.jp-NotebookPanel .jp-MarkdownCell .myst').length >= n",
+            arg=nb.panel.locator(".jp-MarkdownCell").count(),
+            timeout=30_000,
+        )
+        time.sleep(1.0)
+        assert not _tab_is_dirty(nb), f"{path} is marked modified on open"
+        links = nb.panel.locator(".jp-MarkdownCell .myst a").evaluate_all(
+            "els => els.map(a => [a.getAttribute('href') || '', a.textContent.trim()])"
+        )
+        dead = [text for href, text in links if href in ("", "#")]
+        assert not dead, f"{path}: links that lead nowhere: {dead[:5]}"
+        prose = nb.prose()
+        assert "Citation Not Found" not in prose and not re.search(r"\{(cite|term|doc)", prose)
+        if path != EXERCISE:
+            kinds = {k for href, _ in links for k in ("glossary.md", "references.md") if k in href}
+            assert kinds == {"glossary.md", "references.md"}, f"{path}: no term or citation links: {links[:8]}"
+            # a glossary link opens the glossary in Lab
+            nb.panel.locator(".jp-MarkdownCell .myst a[href*='glossary.md']").first.click()
+            nb.page.wait_for_function(
+                "() => [...document.querySelectorAll('.lm-TabBar-tabLabel')].some(t => t.textContent === 'glossary.md')",
+                timeout=20_000,
+            )
+            nb.page.locator(".lm-TabBar-tabLabel", has_text=Path(path).name).first.click()
+        before = (ROOT / path).read_text(encoding="utf-8")
+        nb.page.keyboard.press("Control+s")
+        deadline = time.monotonic() + 20
+        while _tab_is_dirty(nb) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        time.sleep(0.5)
+        after = (lab["root"] / path).read_text(encoding="utf-8")
+        assert after == before, f"saving {path} unedited changed it"
+        assert not nb.problems, nb.problems
+    finally:
+        nb.close()

@@ -20,6 +20,10 @@
   pybtex's alpha labels, without the braces that protect a corporate author's name in BibTeX
   (``{{PCI-SIG}}`` gave the label ``[{PCI-SIG}17]``; it is now ``[PCI-SIG17]``).
 
+* On ``doctree-read`` it adds a page's glossary terms and bibliography entries to the anchors
+  MyST resolves ``[text](page.md#id)`` links against, so the chapters' plain-Markdown links to
+  them (the form JupyterLab can follow too) land on the entry and are checked by the strict build.
+
 The vendored MathJax is wired up in ``_config.yml`` (``html_extra_path``, ``mathjax_path``); see
 ``book/_extra/vendor/README.md``.
 """
@@ -117,8 +121,30 @@ def _register_bibliography_style() -> None:
     register_plugin("pybtex.style.formatting", "roofline", RooflineStyle, force=True)
 
 
+def register_link_targets(app, doctree) -> None:
+    """Tell MyST that a page's glossary terms and bibliography entries are link targets.
+
+    The chapters link a term or a reference as plain Markdown, ``[HBM](../book/glossary.md#term-HBM)``
+    or ``[Hockney 1994](../book/references.md#cite-hockney1994communication)``, because that is
+    what JupyterLab can follow (tools/lab_links.py). MyST resolves ``page.md#id`` only against a
+    page's heading anchors and would warn; the ids of its ``term`` and ``citation`` nodes
+    (Sphinx's ``term-<Term>``, and ``bibtex_cite_id`` in _config.yml) are added to those anchors.
+    """
+    from docutils import nodes
+
+    found = {}
+    # document.ids, not the tree: the bibliography's citation nodes are only noted as targets
+    # when the page is read, and put in the tree later (sphinxcontrib-bibtex's post-transform)
+    for node_id, node in doctree.ids.items():
+        if isinstance(node, (nodes.term, nodes.citation)):
+            found[node_id] = (node.line or 0, node_id, node.astext().strip() or node_id)
+    if found:
+        app.env.metadata[app.env.docname].setdefault("myst_slugs", {}).update(found)
+
+
 def setup(app):
     _register_bibliography_style()
+    app.connect("doctree-read", register_link_targets)
     app.connect("config-inited", theme_options)
     app.connect("builder-inited", write_registry)
     app.add_css_file(SITE_CSS)
