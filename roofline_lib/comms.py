@@ -956,6 +956,64 @@ def _worker_main(argv=None) -> None:
         print(json.dumps(rows), flush=True)
 
 
+def _run_local_ranks(code: str, configs: list, folder: str, env: dict, timeout: float) -> list[str]:
+    """Run ``code`` once per config as local processes (rank ``i`` gets ``configs[i]`` as JSON).
+
+    Each rank writes to files in ``folder``, not pipes (a rank that writes much can never block
+    on a full pipe). Waits up to ``timeout`` seconds in all; a rank that fails raises with the
+    end of its stderr, one that is late raises TimeoutError. None outlives the call: what is left
+    is killed and reaped. Returns what each rank printed.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    procs: list = []
+    n = len(configs)
+
+    def log(rank: int, kind: str) -> str:
+        return os.path.join(folder, f"rank{rank}.{kind}")
+
+    deadline = time.monotonic() + timeout
+    try:
+        for rank, cfg in enumerate(configs):
+            with open(log(rank, "out"), "w") as out, open(log(rank, "err"), "w") as err:
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-c", code, json.dumps(cfg)],
+                        env=env,
+                        stdout=out,
+                        stderr=err,
+                        stdin=subprocess.DEVNULL,
+                    )
+                )
+        for rank, p in enumerate(procs):
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise TimeoutError(
+                    f"rank {rank} of {n} did not finish within timeout_s = {timeout:g} seconds"
+                ) from None
+            if p.returncode != 0:
+                with open(log(rank, "err")) as err:
+                    raise RuntimeError(f"rank {rank} of {n} failed (exit {p.returncode}): {err.read()[-2000:]}")
+        printed = []
+        for rank in range(n):
+            with open(log(rank, "out")) as out:
+                printed.append(out.read())
+        return printed
+    finally:
+        for p in procs:  # kill what is left, then reap it
+            if p.poll() is None:
+                p.kill()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                pass
+
+
 def measure_collectives(
     n_ranks: int = 2,
     message_bytes: Sequence[int] = _DEFAULT_SIZES,
@@ -979,8 +1037,6 @@ def measure_collectives(
     import json
     import os
     import shutil
-    import subprocess
-    import sys
     import tempfile
     import time
 
@@ -1025,56 +1081,24 @@ def measure_collectives(
         env["GLOO_SOCKET_IFNAME"] = loopback  # gloo's pair sockets on 127.0.0.1 only
     code = inspect.getsource(_worker_main) + "\n_worker_main()\n"  # the worker needs no roofline_lib
 
-    def log(rank: int, kind: str) -> str:
-        return os.path.join(folder, f"rank{rank}.{kind}")
-
-    procs: list = []
     started = time.perf_counter()
-    deadline = time.monotonic() + timeout
+    configs = [
+        {
+            "rank": rank,
+            "n_ranks": n,
+            "store_path": os.path.join(folder, "store"),
+            "backend": backend,
+            "collectives": names,
+            "sizes": sizes,
+            "repeats": reps,
+            "budget_s": budget,
+            "timeout_s": timeout,
+        }
+        for rank in range(n)
+    ]
     try:
-        for rank in range(n):
-            cfg = {
-                "rank": rank,
-                "n_ranks": n,
-                "store_path": os.path.join(folder, "store"),
-                "backend": backend,
-                "collectives": names,
-                "sizes": sizes,
-                "repeats": reps,
-                "budget_s": budget,
-                "timeout_s": timeout,
-            }
-            # output to files, not pipes: a rank that writes much can never block on a full pipe
-            with open(log(rank, "out"), "w") as out, open(log(rank, "err"), "w") as err:
-                procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-c", code, json.dumps(cfg)],
-                        env=env,
-                        stdout=out,
-                        stderr=err,
-                        stdin=subprocess.DEVNULL,
-                    )
-                )
-        for rank, p in enumerate(procs):
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                raise TimeoutError(
-                    f"rank {rank} of {n} did not finish within timeout_s = {timeout:g} seconds"
-                ) from None
-            if p.returncode != 0:
-                with open(log(rank, "err")) as err:
-                    raise RuntimeError(f"rank {rank} of {n} failed (exit {p.returncode}): {err.read()[-2000:]}")
-        with open(log(0, "out")) as out:
-            printed = out.read()
+        printed = _run_local_ranks(code, configs, folder, env, timeout)[0]
     finally:
-        for p in procs:  # none outlives the call: kill what is left, then reap it
-            if p.poll() is None:
-                p.kill()
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # pragma: no cover
-                pass
         shutil.rmtree(folder, ignore_errors=True)
     payload = json.loads(printed.strip().splitlines()[-1])
     wall = time.perf_counter() - started

@@ -257,14 +257,12 @@ def measure_parallel(
     import inspect
     import json
     import shutil
-    import subprocess
-    import sys
     import tempfile
     import time
 
     import torch
 
-    from .comms import _loopback_interface
+    from .comms import _loopback_interface, _run_local_ranks
 
     sizes = {
         "d_model": _positive_int(d_model, "d_model", "features"),
@@ -294,43 +292,11 @@ def measure_parallel(
         "timeout_s": timeout,
         "shard_data": True,
     }
-    procs, started = [], time.perf_counter()
-    deadline = time.monotonic() + timeout
+    started = time.perf_counter()
     try:
-        for rank in range(n):
-            with (
-                open(os.path.join(folder, f"rank{rank}.out"), "w") as out,
-                open(os.path.join(folder, f"rank{rank}.err"), "w") as err,
-            ):
-                procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-c", code, json.dumps({**base, "rank": rank})],
-                        env=env,
-                        stdout=out,
-                        stderr=err,
-                        stdin=subprocess.DEVNULL,
-                    )
-                )
-        for rank, p in enumerate(procs):
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                raise TimeoutError(
-                    f"rank {rank} of {n} did not finish within timeout_s = {timeout:g} seconds"
-                ) from None
-            if p.returncode != 0:
-                with open(os.path.join(folder, f"rank{rank}.err")) as err:
-                    raise RuntimeError(f"rank {rank} of {n} failed (exit {p.returncode}): {err.read()[-2000:]}")
-        with open(os.path.join(folder, "rank0.out")) as out:
-            payload = json.loads(out.read().strip().splitlines()[-1])
+        printed = _run_local_ranks(code, [{**base, "rank": rank} for rank in range(n)], folder, env, timeout)[0]
+        payload = json.loads(printed.strip().splitlines()[-1])
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # pragma: no cover
-                pass
         shutil.rmtree(folder, ignore_errors=True)
     runs = {
         mode: LiveRun(
