@@ -16,6 +16,7 @@ from .hardware import BYTES_PER_ELEMENT, PRECISIONS, registry
 from .inference import decode_flops_per_token, decode_step_bytes_of
 from .interconnect import link_registry, node_registry
 from .roofline import PLAUSIBILITY_TOLERANCE, ridge_point
+from .train_memory import OPTIMIZERS, PRECISION_RECIPES
 from .transformer import model_config, shipped_models
 
 __all__ = ["SCHEMA_VERSION", "registry_as_dict", "registry_json", "write_registry_js", "write_registry_json"]
@@ -58,7 +59,8 @@ def registry_as_dict() -> dict[str, Any]:
     Per GPU: name, aliases, memory kind, HBM bandwidth and capacity, L2 size and (where known)
     bandwidth, SM count, its precisions, dense and sparse peaks, the dense ridge per precision,
     source and notes. Alongside: the precisions the course knows, their storage bytes, and the
-    plausibility tolerance the library's guard uses.
+    plausibility tolerance the library's guard uses; the links, nodes and shipped models; and
+    train_memory's optimizer and precision tables (``train_state``), for the parallelism planner.
     """
     return {
         "schema_version": SCHEMA_VERSION,
@@ -79,11 +81,16 @@ def registry_as_dict() -> dict[str, Any]:
         "links": {key: _link_record(key, spec) for key, spec in link_registry().items()},
         "nodes": {key: _node_record(key, spec) for key, spec in node_registry().items()},
         "models": {key: _model_record(key) for key in shipped_models()},
+        "train_state": {  # train_memory's tables: bytes a parameter costs in training
+            "optimizers": dict(OPTIMIZERS),  # fp32 values of state per parameter
+            "precision_recipes": {k: list(v) for k, v in PRECISION_RECIPES.items()},  # w, g, state, master
+        },
     }
 
 
 def _model_record(key: str) -> dict[str, Any]:
-    """One shipped model, in parameters, as the static explorer's decode mode needs it.
+    """One shipped model, in parameters, as the static explorer's decode mode needs it, and its
+    shape (layers, width, heads, score and KV widths) for the parallel mode's planner.
 
     Weights read per decode step = ``fixed_params + batch * gather_params_per_sequence +
     experts_touched(batch) * params_per_expert``, times the bytes per parameter
@@ -109,6 +116,15 @@ def _model_record(key: str) -> dict[str, Any]:
         "n_experts": cfg.n_experts,
         "experts_per_token": cfg.experts_per_token,
         "flops_per_token": decode_flops_per_token(cfg),
+        # the shape the parallelism planner uses (parallel.plan; the site's parallel mode)
+        "n_layers": cfg.n_layers,
+        "d_model": cfg.d_model,
+        "n_heads": cfg.n_heads,
+        "n_kv_heads": cfg.n_kv_heads,
+        "head_dim": cfg.head_dim,
+        "n_dense_layers": cfg.n_dense_layers,
+        "score_dim": cfg.score_dim,  # heads x head size: the "a" of the score FLOPs
+        "kv_cache_width": cfg.kv_cache_width,  # K and V elements per token and layer
     }
 
 
@@ -135,6 +151,7 @@ def _node_record(key: str, spec) -> dict[str, Any]:
         "scale_up": spec.scale_up.key,
         "scale_out": spec.scale_out.key,
         "scale_out_ports": spec.scale_out_ports,
+        "aliases": list(spec.aliases),
         "source": spec.source,
     }
 

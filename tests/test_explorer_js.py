@@ -16,6 +16,7 @@ neither the module skips and says so.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
@@ -78,6 +79,12 @@ function evaluateCases(X, cases) {
         var pts = X.steadyFrontier(c.counts, c.gpu, c.policy, c.prompt_len, c.output_len, c.chunk_tokens);
         return c.op === "frontier" ? pts : X.bestSteadyState(pts, c.ttft_s, c.tpot_s);
       }
+      if (c.op === "node_collective") {
+        return X.nodeCollectiveCost(c.collective, c.message_bytes, c.n_gpus, c.node, c.alpha_seconds, c.gpus_per_node);
+      }
+      if (c.op === "parallel_plan") return X.parallelPlan(c.model, X.parallelCluster(c.node, c.n_gpus), c.layout);
+      if (c.op === "parallel_view") return X.parallelExplorerPlan(c.view);
+      if (c.op === "parallel_sliders") return X.parallelSliderLog2;
       throw new Error("unknown op " + c.op);
     } catch (err) {
       return { error: String(err.message) };
@@ -981,3 +988,313 @@ def test_serving_worked_example_and_refusals(run_js):
     assert decode["seconds"] == pytest.approx(read / 3.35e12)
     assert bad_policy["error"].startswith("policy must be one of static, continuous, chunked, disaggregated")
     assert "chunk_tokens must be a positive whole number of tokens" in no_chunk["error"]
+
+
+# ------------------------------------------------------------------ parallel mode (roofline_lib.parallel.plan)
+
+#: Plan fields the explorer restates: its camelCase name -> the library's attribute.
+_PLAN_FIELDS = {
+    "model": "model",
+    "cluster": "cluster",
+    "tokensPerStep": "tokens_per_step",
+    "microBatches": "micro_batches",
+    "layersPerStage": "layers_per_stage",
+    "computeSeconds": "compute_seconds",
+    "bubbleSeconds": "bubble_seconds",
+    "hbmSeconds": "hbm_seconds",
+    "stepSeconds": "step_seconds",
+    "binding": "binding",
+    "serialSeconds": "serial_seconds",
+    "modelFlopsPerStep": "model_flops_per_step",
+    "hardwareFlopsPerStep": "hardware_flops_per_step",
+    "peakFlopsPerS": "peak_flops_per_s",
+    "nGpus": "n_gpus",
+    "fits": "fits",
+    "mfu": "mfu",
+    "mfuNoOverlap": "mfu_no_overlap",
+    "hardwareFlopsPerSPerGpu": "hardware_flops_per_s_per_gpu",
+}
+_MEMORY_FIELDS = {
+    k: k for k in ("weights", "gradients", "optimizer", "activations", "capacity", "state", "total", "fits")
+}
+_ROOF_FIELDS = {
+    "name": "name",
+    "what": "what",
+    "collective": "collective",
+    "group": "group",
+    "gpusPerNode": "gpus_per_node",
+    "link": "link",
+    "count": "count",
+    "messageBytes": "message_bytes",
+    "bytesPerGpu": "bytes_per_gpu",
+    "seconds": "seconds",
+    "intensity": "intensity",
+    "ridge": "ridge",
+    "hidden": "hidden",
+}
+
+#: Layouts that the planner accepts: (model, node, GPUs, plan's keyword arguments).
+_LAYOUTS = [
+    ("llama-3-70b", "8x-h100", 64, {"dp": 8, "tp": 8, "zero": 1, "global_batch": 64, "seq_len": 4096}),  # ch. 9
+    ("llama-3-70b", "8x-h100", 64, {"dp": 4, "tp": 8, "pp": 2, "global_batch": 64, "seq_len": 4096, "micro_batch": 2}),
+    (
+        "llama-3-70b",
+        "8x-h100",
+        128,
+        {"dp": 4, "tp": 8, "pp": 4, "global_batch": 64, "seq_len": 4096, "virtual_stages": 2},
+    ),
+    (
+        "llama-3-70b",
+        "8x-b200",
+        128,
+        {"dp": 16, "tp": 8, "zero": 3, "global_batch": 128, "seq_len": 8192, "recompute": "full"},
+    ),
+    ("llama-3-70b", "8x-h100", 8, {"dp": 1, "tp": 8, "zero": 0, "global_batch": 8, "seq_len": 4096}),  # does not fit
+    (
+        "llama-2-70b",
+        "8x-h100",
+        16,
+        {"dp": 1, "tp": 16, "global_batch": 4, "seq_len": 4096, "allow_cross_node_tp": True},
+    ),
+    ("llama-3-8b", "8x-a100", 16, {"dp": 16, "zero": 2, "global_batch": 64, "seq_len": 2048, "recompute": "none"}),
+    (
+        "llama-3-8b",
+        "8x-a100",
+        4,  # part of one node
+        {"dp": 2, "tp": 2, "global_batch": 8, "seq_len": 2048, "optimizer": "sgd_momentum", "precision": "bf16"},
+    ),
+    (
+        "llama-3-8b",
+        "8x-h100",
+        32,
+        {
+            "dp": 2,
+            "tp": 4,
+            "pp": 4,
+            "global_batch": 32,
+            "seq_len": 4096,
+            "alpha_seconds": 5e-6,
+            "convention": "three-term",
+        },
+    ),
+    (
+        "qwen2-7b",
+        "8x-h100",
+        64,
+        {"dp": 2, "tp": 4, "pp": 8, "global_batch": 16, "seq_len": 4096},
+    ),  # 28 layers: 4 a stage
+    ("gpt2-small", "8x-a100", 8, {"dp": 2, "tp": 4, "global_batch": 32, "seq_len": 1024, "zero": 2}),
+    ("mixtral-8x7b", "8x-h100", 64, {"dp": 16, "tp": 4, "ep": 8, "zero": 1, "global_batch": 64, "seq_len": 4096}),
+    (
+        "mixtral-8x7b",
+        "8x-h800",
+        16,
+        {"dp": 8, "tp": 2, "ep": 2, "zero": 3, "global_batch": 32, "seq_len": 4096, "compute_precision": "fp8"},
+    ),
+    ("mixtral-8x7b", "8x-h100", 8, {"dp": 8, "ep": 8, "global_batch": 8, "seq_len": 4096}),  # no expert replicas
+]
+
+#: Layouts the library refuses (ValueError); the explorer must refuse them in the same words.
+_REFUSED = [
+    ("llama-3-70b", "8x-h100", 64, {"dp": 8, "tp": 4, "global_batch": 64, "seq_len": 4096}),  # 32 of 64 GPUs
+    ("qwen2-7b", "8x-h100", 64, {"dp": 8, "tp": 8, "global_batch": 64, "seq_len": 4096}),  # 28 heads
+    ("llama-3-70b", "8x-h100", 64, {"dp": 4, "tp": 16, "global_batch": 64, "seq_len": 4096}),  # tp leaves the node
+    ("gpt2-small", "8x-h100", 16, {"dp": 1, "pp": 16, "global_batch": 16, "seq_len": 1024}),  # 12 layers
+    ("llama-3-8b", "8x-h100", 8, {"dp": 8, "ep": 2, "global_batch": 8, "seq_len": 4096}),  # dense
+    ("mixtral-8x7b", "8x-h100", 24, {"dp": 24, "ep": 3, "global_batch": 24, "seq_len": 4096}),  # 8 experts
+    ("mixtral-8x7b", "8x-h100", 8, {"dp": 2, "tp": 4, "ep": 4, "global_batch": 8, "seq_len": 4096}),  # ep > dp x cp
+    ("llama-3-8b", "8x-h100", 8, {"dp": 4, "cp": 2, "global_batch": 8, "seq_len": 4095}),
+    ("llama-3-8b", "8x-h100", 8, {"dp": 8, "global_batch": 12, "seq_len": 4096}),
+    ("llama-3-8b", "8x-h100", 16, {"dp": 4, "pp": 4, "global_batch": 8, "seq_len": 4096, "virtual_stages": 2}),
+    ("llama-3-8b", "8x-h100", 24, {"dp": 12, "pp": 2, "global_batch": 12, "seq_len": 2048}),  # 12 over 8-GPU nodes
+    ("llama-3-8b", "8x-h100", 12, {"dp": 12, "global_batch": 12, "seq_len": 2048}),  # 1.5 nodes
+    ("llama-3-8b", "8x-h100", 8, {"dp": 8, "zero": 4, "global_batch": 8, "seq_len": 2048}),
+    ("llama-3-8b", "8x-h100", 8, {"dp": 8, "recompute": "partial", "global_batch": 8, "seq_len": 2048}),
+    ("llama-3-8b", "8x-a100", 8, {"dp": 8, "compute_precision": "fp8", "global_batch": 8, "seq_len": 2048}),
+    ("llama-3-8b", "8x-h100", 8, {"dp": 8, "optimizer": "lion", "global_batch": 8, "seq_len": 2048}),
+    ("llama-3-8b", "8x-h100", 8, {"dp": 8, "alpha_seconds": -0.5, "global_batch": 8, "seq_len": 2048}),
+    ("llama-3-8b", "8x-h100", 8, {"dp": 0, "global_batch": 8, "seq_len": 2048}),
+]
+
+
+def _library_plan(model, node, n_gpus, layout):
+    try:
+        return rl.plan(model, rl.cluster(node, n_gpus), **layout)
+    except ValueError as err:
+        return err
+
+
+def _plan_case(model, node, n_gpus, layout) -> dict:
+    return {"op": "parallel_plan", "model": model, "node": node, "n_gpus": n_gpus, "layout": layout}
+
+
+def _assert_same_plan(case, mine, lib) -> None:
+    """The explorer's plan is the library's: every field, every roof, memory, to 1e-12; words exactly."""
+    _assert_matches_library([case], [mine], [lib], _PLAN_FIELDS, scalar=lambda _case: False)
+    _assert_matches_library([case], [mine["memory"]], [lib.memory], _MEMORY_FIELDS, scalar=lambda _case: False)
+    assert mine["layout"] == lib.layout, case
+    assert list(mine["roofs"]) == list(lib.roofs), case  # the same roofs, in the same order
+    for name, seconds in lib.roofs.items():
+        assert math.isclose(mine["roofs"][name], seconds, rel_tol=1e-12), (case, name)
+    assert [r["name"] for r in mine["comms"]] == [r.name for r in lib.comms], case
+    _assert_matches_library([case] * len(lib.comms), mine["comms"], lib.comms, _ROOF_FIELDS, scalar=lambda _c: False)
+    for r, want in zip(mine["comms"], lib.comms):
+        critical = r["criticalTokensPerGpu"]  # JSON has no Infinity: node writes it as null
+        if math.isinf(want.critical_tokens_per_gpu):
+            assert critical is None or critical == math.inf, (case, r["name"], critical)
+        else:
+            assert math.isclose(critical, want.critical_tokens_per_gpu, rel_tol=1e-12, abs_tol=0.0), (case, r["name"])
+
+
+def test_parallel_plans_match_the_library(run_js):
+    cases = [_plan_case(*layout) for layout in _LAYOUTS]
+    got = run_js(cases)
+    fits = set()
+    for case, mine in zip(cases, got):
+        lib = _library_plan(case["model"], case["node"], case["n_gpus"], case["layout"])
+        assert not isinstance(lib, Exception), (case, lib)  # a layout the library accepts
+        _assert_same_plan(case, mine, lib)
+        fits.add(lib.fits)
+    assert fits == {True, False}  # some layouts fit, and one (70B unsharded on one node) does not
+    assert {r for m in got for r in m["roofs"]} == {"compute", "hbm", "tp", "dp", "ep", "pp"}  # each roof but cp
+
+
+def test_parallel_refusals_are_the_library_words(run_js):
+    cases = [_plan_case(*layout) for layout in _REFUSED]
+    for case, mine in zip(cases, run_js(cases)):
+        lib = _library_plan(case["model"], case["node"], case["n_gpus"], case["layout"])
+        assert isinstance(lib, ValueError), (case, lib)
+        assert mine == {"error": str(lib)}, (case, mine, str(lib))  # word for word, parameter and unit
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="roofline_lib.parallel.plan calls cfg.kv_cache_width(), a property (an int): cp > 1 raises TypeError",
+)
+def test_parallel_context_parallel_matches_the_library(run_js):
+    case = _plan_case("llama-3-8b", "8x-h100", 16, {"dp": 4, "tp": 2, "cp": 2, "global_batch": 8, "seq_len": 8192})
+    (mine,) = run_js([case])
+    assert "error" not in mine and "cp" in mine["roofs"], mine
+    # K and V of the whole sequence per layer: 1 x 8192 x 2048 (2 x 8 KV heads x 128) x 2 bytes / tp 2 = 16.8 MB
+    assert mine["comms"][1]["messageBytes"] == 8192 * 2048 * 2 / 2
+    lib = rl.plan("llama-3-8b", rl.cluster("8x-h100", 16), **case["layout"])  # raises TypeError today
+    _assert_same_plan(case, mine, lib)
+
+
+def test_parallel_worked_example(run_js):
+    """Chapter 9's start: Llama-3-70B on 64 H100s (8 nodes), tp = 8, dp = 8, ZeRO-1, 64 x 4096 tokens."""
+    (p,) = run_js([_plan_case(*_LAYOUTS[0])])
+    n = 70_553_706_496  # Llama-3-70B's parameters (dense: all active)
+    tokens = 64 * 4096  # 262,144 tokens a step
+    peak = 989.5e12  # H100 SXM dense bf16
+    assert p["tokensPerStep"] == tokens and p["microBatches"] == 8  # 64 sequences / (dp 8 x micro-batch 1)
+    assert p["modelFlopsPerStep"] == pytest.approx(6 * n * tokens, rel=1e-12)  # 6N: 1.110e17 FLOP
+    # selective recompute redoes the causal scores' forward, 2 L s a = 2 x 80 x 4096 x 8192 per token
+    scores = 2 * 80 * 4096 * 8192 * tokens
+    assert p["hardwareFlopsPerStep"] == pytest.approx(6 * n * tokens + scores, rel=1e-12)  # 1.124e17
+    compute = (6 * n * tokens + scores) / 64 / peak  # every GPU's share at the peak, no bubble (pp = 1)
+    assert p["roofs"]["compute"] == pytest.approx(compute, rel=1e-12) == pytest.approx(1.7746, rel=1e-4)
+    # tp: 4 all-reduces per layer and micro-batch, 4 x 80 x 8 = 2560 of 4096 x 8192 x 2 = 67.1 MB, a ring
+    # inside the node sends 2 x 7/8 of each over NVLink 4's 450 GB/s
+    assert p["roofs"]["tp"] == pytest.approx(2560 * 1.75 * 4096 * 8192 * 2 / 450e9, rel=1e-12)  # 0.668 s
+    # dp: the gradients of N / 8 weights (2 bytes each) all-reduced over 8 GPUs, one per node: each
+    # GPU's 400 Gb/s NIC (50 GB/s) carries 2 x 7/8 of 17.6 GB
+    assert p["roofs"]["dp"] == pytest.approx(1.75 * n / 8 * 2 / 50e9, rel=1e-12)  # 0.617 s
+    assert p["binding"] == "compute" and p["stepSeconds"] == p["roofs"]["compute"]
+    assert p["mfu"] == pytest.approx(6 * n * tokens / (64 * peak * compute), rel=1e-12)  # 98.7 %: 6N / (6N + scores)
+    mem = p["memory"]
+    assert mem["weights"] == mem["gradients"] == 2 * n / 8  # bf16, split by tp: 17.6 GB
+    assert mem["optimizer"] == 12 * n / 8 / 8  # fp32 master, momentum, variance, split by tp and ZeRO-1's dp
+    # 4096 x 1 x 8192 / tp 8 x 34 bytes (Korthikanti, sequence parallel, scores recomputed) x 80 layers
+    assert mem["activations"] == 4096 * 8192 / 8 * 34 * 80  # 11.4 GB
+    assert mem["total"] == pytest.approx(59.914e9, rel=1e-4) and mem["capacity"] == 80 * 2**30 and mem["fits"]
+    # the same start on one node with no sharding: 16 bytes x N / 8 = 141 GB of state > 80 GiB
+    (one_node,) = run_js([_plan_case(*_LAYOUTS[4])])
+    assert one_node["memory"]["state"] == 16 * n / 8 and not one_node["fits"]
+
+
+def test_parallel_node_collectives_match_the_library(run_js):
+    cases, expected = [], []
+    for node in rl.interconnect.node_registry():
+        for collective in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+            for n_gpus, per_node in ((2, None), (8, None), (16, None), (64, None), (16, 1), (64, 2), (32, 4)):
+                for alpha in (0.0, 5e-6):
+                    cases.append(
+                        {
+                            "op": "node_collective",
+                            "collective": collective,
+                            "message_bytes": 1e8,
+                            "n_gpus": n_gpus,
+                            "node": node,
+                            "alpha_seconds": alpha,
+                            "gpus_per_node": per_node,
+                        }
+                    )
+                    expected.append(
+                        rl.node_collective_cost(collective, 1e8, n_gpus, node, alpha, gpus_per_node=per_node)
+                    )
+    fields = {
+        "nNodes": "n_nodes",
+        "gpusPerNode": "gpus_per_node",
+        "intraBytesPerGpu": "intra_bytes_per_gpu",
+        "intraSeconds": "intra_seconds",
+        "egressBytesPerNode": "egress_bytes_per_node",
+        "egressBytesPerS": "egress_bytes_per_s",
+        "egressSeconds": "egress_seconds",
+        "steps": "steps",
+        "seconds": "seconds",
+        "binding": "binding",
+        "bytesPerGpu": "bytes_per_gpu",
+        "busBytesPerS": "bus_bytes_per_s",
+    }
+    got = run_js(cases)
+    assert len(got) == len(cases) == 4 * 4 * 7 * 2
+    _assert_matches_library(cases, got, expected, fields, scalar=lambda _case: False)
+
+
+def _widget_states():
+    """The widget's controls at rest and moved: fits, does not fit, pipelined, refused two ways."""
+    return [
+        {},  # chapter 9's start
+        {"tp": 1},  # dp = 64
+        {"pp": 4, "tp": 2, "zero": 3, "recompute": "full"},
+        {"model": "mixtral-8x7b", "node": "8x-b200", "n_gpus": 256},
+        {"model": "llama-3-70b", "node": "8x-a100", "n_gpus": 8, "tp": 8, "pp": 1, "zero": 0},  # does not fit
+        {"n_gpus": 2048, "tp": 8, "pp": 16, "zero": 1},  # dp = 16: the batch of 64 stays
+        {"n_gpus": 8, "tp": 8, "pp": 2},  # refused: tp x pp = 16 does not divide 8
+        {"model": "qwen2-7b", "n_gpus": 64, "tp": 8, "pp": 1},  # refused: 28 heads
+    ]
+
+
+def test_parallel_explorer_restates_the_widget(run_js):
+    from roofline_lib.widgets_parallel import parallel_explorer
+
+    explorer = parallel_explorer()
+    cases, expected, readouts = [], [], []
+    for state in _widget_states():
+        start = {"model": "llama-3-70b", "node": "8x-h100", "n_gpus": 64, "tp": 8, "pp": 1, "zero": 1}
+        for name, value in {**start, "recompute": "selective", **state}.items():
+            explorer.controls[name].value = value
+        view = {k: c.value for k, c in explorer.controls.items()} | {"global_batch": 64, "seq_len": 4096}
+        cases.append({"op": "parallel_view", "view": view})
+        expected.append(explorer.result)
+        readouts.append(explorer.readout.value)
+    got = run_js(cases)
+    refused = 0
+    for case, mine, lib, shown in zip(cases, got, expected, readouts):
+        if lib is None:  # the widget refused: the page says the same words
+            refused += 1
+            assert "error" in mine and html.escape(mine["error"]) in shown, (case, mine, shown)
+        else:
+            _assert_same_plan(case, mine, lib)
+    assert refused == 2 and {m.get("fits") for m in got} >= {True, False}
+
+
+def test_parallel_sliders_span_what_the_widget_spans(run_js):
+    from roofline_lib.widgets_parallel import parallel_explorer
+
+    (log2,) = run_js([{"op": "parallel_sliders"}])
+    explorer = parallel_explorer(n_gpus=8, tp=1, pp=1)  # a start on the notches adds none
+    for name, (lo, hi) in log2.items():
+        assert list(explorer.controls[name].options) == [2**k for k in range(lo, hi + 1)], name

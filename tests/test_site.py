@@ -49,6 +49,7 @@ CHROMIUM_ARGS = [
 CHAPTER_1 = "notebooks/01_two_speed_limits.html"
 CHAPTER_3 = "notebooks/03_counting_flops.html"
 CHAPTER_5 = "notebooks/05_mfu.html"
+CHAPTER_9 = "notebooks/09_parallelism.html"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 DESKTOP = {"width": 1280, "height": 900}
 TOUR_BATCH = 2  # pages loading at once in the tour (more gains nothing on 2 cores)
@@ -346,6 +347,20 @@ def test_each_chapter_has_one_live_explorer_written_by_its_widget(site, pages):
     assert (decode["data-mode"], decode["data-gpu"]) == ("decode", rl.gpu(start.gpu).key)
     assert int(decode["data-n-params"]) == start.n_params() and int(decode["data-batch"]) == start.batch
     assert rl.bytes_per_element(decode["data-precision"]) == start.bytes_per_param
+    par = found[CHAPTER_9]  # widgets_parallel.parallel_explorer's start: a layout the planner accepts
+    assert par["data-mode"] == "parallel" and par["data-model"] in rl.shipped_models(), par
+    n, tp, pp = (int(par[f"data-{k}"]) for k in ("n-gpus", "tp", "pp"))
+    rl.plan(
+        par["data-model"],
+        rl.cluster(par["data-node"], n),
+        dp=n // (tp * pp),
+        tp=tp,
+        pp=pp,
+        zero=int(par["data-zero"]),
+        global_batch=int(par["data-global-batch"]),
+        seq_len=int(par["data-seq-len"]),
+        recompute=par["data-recompute"],
+    )
 
 
 def test_figures_carry_alt_text(site, pages):
@@ -586,6 +601,68 @@ def _check_serving(explorer) -> dict:
     return {name: text for name, (_, text) in shown.items()}
 
 
+def _duration_close(text: str, seconds: float) -> bool:
+    """A readout such as "1.77 s", "668 ms" or "12.3 µs" (the page's duration) against seconds."""
+    m = re.fullmatch(r"([\d.,]+) (s|ms|µs|ns)", text)
+    assert m, text
+    return _sig3_close(m.group(1), seconds / {"s": 1, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}[m.group(2)])
+
+
+def _check_parallel(explorer) -> dict:
+    """The parallel mode against rl.plan at its current controls, dp and the batch as the widget
+    (widgets_parallel.parallel_explorer) derives them; a refusal in the library's words."""
+    shown = _readouts(explorer)
+    cur = {k: explorer.get_attribute(f"data-current-{k.replace('_', '-')}") for k in ("model", "node", "recompute")}
+    n, tp, pp, zero = (int(explorer.get_attribute(f"data-current-{k}")) for k in ("n-gpus", "tp", "pp", "zero"))
+    global_batch, seq_len = (int(explorer.get_attribute(f"data-{k}")) for k in ("global-batch", "seq-len"))
+    note = explorer.locator(".roofline-explorer__note").inner_text()
+    dp = n // (tp * pp)
+    try:
+        if n % (tp * pp):
+            raise ValueError(f"tp x pp = {tp * pp} GPUs must divide n_gpus = {n} GPUs")  # the widget's own check
+        p = rl.plan(
+            cur["model"],
+            rl.cluster(cur["node"], n),
+            dp=dp,
+            tp=tp,
+            pp=pp,
+            zero=zero,
+            global_batch=max(global_batch, dp) // dp * dp,
+            seq_len=seq_len,
+            recompute=cur["recompute"],
+        )
+    except ValueError as exc:
+        assert shown["binding"] == ("refused", "layout refused") and note == str(exc), (shown["binding"], note)
+        return {name: text for name, (_, text) in shown.items()}
+    assert int(shown["dp"][0]) == dp and explorer.get_attribute("data-current-dp") == str(dp)
+    assert shown["binding"] == (p.binding, f"{p.binding} binds")
+    for name, value in (("step_seconds", p.step_seconds), ("serial_seconds", p.serial_seconds)):
+        assert math.isclose(float(shown[name][0]), value, rel_tol=1e-12), (name, shown[name], value)
+        assert _duration_close(shown[name][1], value), (name, shown[name], value)
+    for name in ("compute", "hbm", "tp", "cp", "dp", "ep", "pp"):
+        raw, text = shown[f"roof_{name}"]
+        if name in p.roofs:
+            assert math.isclose(float(raw), p.roofs[name], rel_tol=1e-12) and _duration_close(text, p.roofs[name])
+        else:
+            assert raw == "" and "no traffic" in text, (name, raw, text)
+    assert math.isclose(float(shown["mfu"][0]), p.mfu, rel_tol=1e-12)
+    assert _sig3_close(_leading_number(shown["mfu"][1]), 100 * p.mfu), shown["mfu"]
+    m = p.memory
+    for name, value in (
+        ("weights", m.weights),
+        ("gradients", m.gradients),
+        ("optimizer", m.optimizer),
+        ("activations", m.activations),
+        ("memory_total", m.total),
+    ):
+        raw, text = shown[name]
+        assert math.isclose(float(raw), value, rel_tol=1e-12), (name, raw, value)
+        assert text.endswith(" GiB") and _sig3_close(_leading_number(text), value / 2**30), (name, text)
+    assert shown["fits"][0] == ("true" if p.fits else "false")
+    assert shown["fits"][1].startswith("fits in" if p.fits else "does not fit in"), shown["fits"]
+    return {name: text for name, (_, text) in shown.items()}
+
+
 def _check_explorer(explorer) -> dict:
     """Compare every readout of one explorer with roofline_lib; return what it showed."""
     mode = explorer.get_attribute("data-mode")
@@ -595,6 +672,8 @@ def _check_explorer(explorer) -> dict:
         return _check_comms(explorer)
     if mode == "serving":
         return _check_serving(explorer)
+    if mode == "parallel":
+        return _check_parallel(explorer)
     gpu = explorer.get_attribute("data-current-gpu")
     precision = explorer.get_attribute("data-current-precision")
     spec = rl.gpu(gpu)
@@ -717,6 +796,36 @@ def test_flops_explorer_updates_when_its_sliders_move(visit):
     assert float(_leading_number(narrow["scores_total"])) > float(_leading_number(after["scores_total"]))
     assert scores.get_attribute("data-share") is not None
     assert explorer.locator("rect.roofline-explorer__bar").count() == 4
+    assert not v.problems, "\n".join(v.problems)
+
+
+def test_parallel_explorer_updates_and_refuses_a_layout(visit):
+    v = visit(CHAPTER_9)
+    explorer = v.page.locator('.roofline-explorer[data-mode="parallel"]').first
+    note = explorer.locator(".roofline-explorer__note")
+    start = _check_explorer(explorer)
+    # chapter 9's start, Llama-3-70B on 64 H100s with tp = 8, dp = 8, ZeRO-1: the compute roof binds
+    # (1.77 s), and 16.4 + 16.4 + 12.3 GiB of state + 10.6 GiB of activations = 55.8 GiB of 80 fit
+    assert start["binding"] == "compute binds" and start["memory_total"] == "55.8 GiB", start
+    assert start["fits"] == "fits in 80 GiB"
+    explorer.locator('input[name="tp"]').fill("0")  # the first notch: tp = 1, so dp = 64
+    assert explorer.get_attribute("data-current-dp") == "64"
+    assert _check_explorer(explorer)["fits"].startswith("does not fit")  # 2 bytes x 70.6e9 of weights each
+    explorer.locator('input[name="n_gpus"]').fill("0")  # 8 GPUs
+    explorer.locator('input[name="tp"]').fill("3")  # tp = 8
+    explorer.locator('input[name="pp"]').fill("1")  # pp = 2: 16 GPUs asked of 8
+    assert note.inner_text() == "tp x pp = 16 GPUs must divide n_gpus = 8 GPUs"
+    _check_explorer(explorer)
+    explorer.locator('input[name="pp"]').fill("0")
+    explorer.locator('select[name="model"]').select_option("qwen2-7b")  # 28 heads: tp = 8 refused
+    assert note.inner_text().startswith("tp must divide the model's 28 attention heads")
+    _check_explorer(explorer)
+    explorer.locator('select[name="model"]').select_option("mixtral-8x7b")
+    explorer.locator('select[name="node"]').select_option("8x-b200")
+    explorer.locator('select[name="zero"]').select_option("3")
+    explorer.locator('select[name="recompute"]').select_option("full")
+    _check_explorer(explorer)
+    assert explorer.locator("rect.roofline-explorer__bar--binding").count() == 1
     assert not v.problems, "\n".join(v.problems)
 
 

@@ -13,6 +13,8 @@
  *   <div class="roofline-explorer" data-mode="comms" data-link="NVLink 4" data-n-ranks="8" data-message-bytes="1e8" data-alpha-seconds="5e-6" data-collective="all_reduce"></div>
  *   <div class="roofline-explorer" data-mode="serving" data-gpu="H100" data-policy="chunked" data-slo-ttft-s="0.5" data-slo-tpot-s="0.03"
  *        data-prompt-len="1024" data-output-len="256" data-chunk-tokens="2048" data-body-flops="..." (serving.step_counts's fields)></div>
+ *   <div class="roofline-explorer" data-mode="parallel" data-model="llama-3-70b" data-node="8x-h100" data-n-gpus="64" data-tp="8"
+ *        data-pp="1" data-zero="1" data-recompute="selective" data-global-batch="64" data-seq-len="4096"></div>
  *
  * The arithmetic mirrors roofline_lib and is tested against it (tests/test_explorer_js.py):
  *   ridge       = peak / bandwidth                                  (roofline.ridge_point)
@@ -31,6 +33,10 @@
  *                 FLOPs = T body + K key + R unembed, bytes = fixed + T per token + (C + T) KV per token;
  *                 the steady state of each policy at batch 1, 2, 4, ... up to the paged KV cache's limit
  *                                                                   (serving.steady_frontier, best_steady_state)
+ *   parallel    = roofs of one training step, seconds: compute = busiest stage's FLOPs / peak x (1 + (pp-1)/(v m)),
+ *                 hbm = state and activations through HBM, one per dp/tp/cp/ep/pp collective (hierarchical);
+ *                 the longest binds, MFU = model FLOPs / (GPUs x peak x step); memory per GPU after ZeRO
+ *                                                                   (parallel.plan, train_memory)
  * Everything is SI inside; the readouts convert to TFLOP/s, TB/s, GB and ms, 3 significant digits.
  */
 (function (root) {
@@ -618,12 +624,487 @@
     return best;
   }
 
+  // -- parallelism: roofline_lib.parallel.plan and roofline_lib.train_memory, on the registry's nodes and models
+
+  var WIRE_BYTES = 2; // parallel._WIRE_BYTES: activations, keys/values and gradients cross the wire in bf16
+  var ACTIVATION_RECOMPUTE = ["none", "selective", "full"]; // train_memory.ACTIVATION_RECOMPUTE
+  // train_memory's Korthikanti et al. (2022) bytes per layer, s b h factored out (16-bit activations):
+  var ATTN_BLOCK = 11; // QKV input 2, Q and K 4, V 2, output-projection input 2, dropout mask 1
+  var MLP_BLOCK = 19; // input 2, first linear's output 8, GeLU's output 8, dropout mask 1
+  var NORMS_BLOCK = 4; // two LayerNorm inputs, 2 each
+  var SCORES_BLOCK = 5; // per a s / h: softmax output 2, its dropout mask 1, dropout output 2
+  var HIERARCHICAL = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]; // comms._HIERARCHICAL
+
+  /** A value as Python's repr writes it in a refusal: 'text' in single quotes, a number as is. */
+  function pyRepr(value) {
+    return typeof value === "string" ? "'" + value + "'" : String(value);
+  }
+
+  /** _checks._positive(allow_zero=True): a finite number of `unit`, zero allowed. */
+  function nonNegative(value, what, unit) {
+    if (typeof value !== "number") throw new Error(what + " must be a number of " + unit + ", got " + pyRepr(value));
+    if (!isFinite(value)) throw new Error(what + " must be a finite number of " + unit + ", got " + value);
+    if (value < 0) throw new Error(what + " must be a non-negative number of " + unit + ", got " + value);
+    return value;
+  }
+
+  /** train_memory._key: one of a table's names, trimmed and lower-cased. */
+  function tableKey(value, table, what) {
+    var keys = Array.isArray(table) ? table : Object.keys(table);
+    var norm = typeof value === "string" ? value.trim().toLowerCase() : null;
+    if (norm === null || keys.indexOf(norm) < 0) {
+      throw new Error(what + " must be one of " + keys.join(", ") + ", got " + pyRepr(value));
+    }
+    return norm;
+  }
+
+  /** train_memory._stage: a ZeRO stage, 0 to 3. */
+  function zeroStage(value) {
+    if ([0, 1, 2, 3].indexOf(value) < 0) {
+      throw new Error("zero must be a ZeRO stage, one of 0, 1, 2, 3, got " + pyRepr(value));
+    }
+    return value;
+  }
+
+  /** The registry record of a node, by key, name or alias, as roofline_lib.node() resolves it. */
+  function findNode(name) {
+    var nodes = registry().nodes;
+    if (!nodes) throw new Error("the registry on this page has no nodes (re-run roofline_lib.export)");
+    return lookup(nodes, name, "node");
+  }
+
+  /** A shipped model's record (roofline_lib.model_config(name) for a shipped name). */
+  function findModel(key) {
+    var models = registry().models;
+    if (!models || !Object.prototype.hasOwnProperty.call(models, key)) {
+      throw new Error("unknown model " + pyRepr(key) + "; shipped models: " + Object.keys(models || {}).join(", "));
+    }
+    return models[key];
+  }
+
+  /** interconnect.NodeSpec's bandwidths: one GPU's NVLink, and one GPU's share of the node's NICs. */
+  function nodeBandwidths(node) {
+    var links = registry().links;
+    var up = links[node.scale_up], out = links[node.scale_out];
+    return {
+      scaleUp: up,
+      scaleOut: out,
+      scaleUpBytesPerS: up.bytes_per_s,
+      scaleOutBytesPerSPerGpu: (out.bytes_per_s * node.scale_out_ports) / node.n_gpus, // NICs x port speed / GPUs
+    };
+  }
+
+  /** comms.node_collective_cost: hierarchical and rail-aligned, the slower of the NVLink phase and
+   *  the group's members' NICs; `gpusPerNode` of the group share each node. */
+  function nodeCollectiveCost(collective, messageBytes, nGpus, node, alphaSeconds, gpusPerNode) {
+    var c = collectiveKey(collective);
+    if (HIERARCHICAL.indexOf(c) < 0) {
+      throw new Error("collective must be one of " + HIERARCHICAL.join(", ") + " across nodes, got " + pyRepr(collective));
+    }
+    var spec = typeof node === "string" ? findNode(node) : node;
+    var s = positive(messageBytes, "message_bytes", "bytes");
+    var n = wholeNumber(nGpus, "n_gpus", "ranks");
+    if (n < 2) throw new Error("n_gpus must be at least 2 ranks for a " + c + ", got " + nGpus);
+    var alpha = nonNegative(alphaSeconds === undefined ? 0 : alphaSeconds, "alpha_seconds", "seconds");
+    var gNode = spec.n_gpus;
+    if (gpusPerNode !== undefined && gpusPerNode !== null) {
+      gNode = wholeNumber(gpusPerNode, "gpus_per_node", "GPUs of the group in each node");
+      if (gNode > spec.n_gpus) {
+        throw new Error("gpus_per_node must be at most the node's " + spec.n_gpus + " GPUs, got " + gpusPerNode);
+      }
+    }
+    var g, m;
+    if (n <= gNode) {
+      g = n; m = 1;
+    } else if (n % gNode) {
+      throw new Error("n_gpus must fill whole nodes of " + gNode + " GPUs (" + spec.name + ") or fit in one, got " +
+        nGpus + ": use a multiple of " + gNode);
+    } else {
+      g = gNode; m = n / gNode;
+    }
+    var bw = nodeBandwidths(spec);
+    var up = bw.scaleUpBytesPerS;
+    var egressBw = bw.scaleOutBytesPerSPerGpu * g; // the group's members' NICs
+    var intra, egress, steps;
+    if (c === "all_to_all") {
+      intra = ((g - 1) / n) * s; // the chunks for the node's other GPUs
+      egress = ((g * (n - g)) / n) * s; // every GPU's chunks for the other nodes
+      steps = n - 1;
+    } else {
+      intra = g > 1 ? bytesPerRankPerByte(c, g, "ring") * s : 0;
+      egress = m > 1 ? bytesPerRankPerByte(c, m, "ring") * s : 0; // the node's g shards of S / g
+      steps = (g > 1 ? collectiveSteps(c, g, "ring") : 0) + (m > 1 ? collectiveSteps(c, m, "ring") : 0);
+    }
+    var intraS = intra / up, egressS = egress / egressBw;
+    var wire = Math.max(intraS, egressS);
+    var latency = steps * alpha;
+    var seconds = latency + wire;
+    return {
+      collective: c,
+      node: spec.name,
+      nGpus: n,
+      nNodes: m,
+      gpusPerNode: g,
+      messageBytes: s,
+      intraBytesPerGpu: intra,
+      intraBytesPerS: up,
+      intraSeconds: intraS,
+      egressBytesPerNode: egress,
+      egressBytesPerS: egressBw,
+      egressSeconds: egressS,
+      steps: steps,
+      latencySeconds: latency,
+      bandwidthSeconds: wire,
+      seconds: seconds,
+      binding: wire === 0 ? "" : (egressS > intraS ? "node egress" : "NVLink inside the node"),
+      bytesPerGpu: bytesPerRankPerByte(c, n, "ring") * s, // a flat ring's bytes: the NCCL tests' accounting
+      busBytesPerS: (s / seconds) * busBandwidthFactor(c, n),
+    };
+  }
+
+  /** parallel.cluster: `nGpus` GPUs in nodes of one kind, part of one node or whole nodes. */
+  function parallelCluster(node, nGpus) {
+    var spec = typeof node === "string" ? findNode(node) : node;
+    var n = wholeNumber(nGpus, "n_gpus", "GPUs");
+    if (n > spec.n_gpus && n % spec.n_gpus) {
+      throw new Error("n_gpus must fill whole nodes of " + spec.n_gpus + " GPUs (" + spec.name +
+        ") or fit in one, got " + nGpus);
+    }
+    var nodes = Math.ceil(n / spec.n_gpus);
+    return { node: spec, gpu: registry().gpus[spec.gpu], nGpus: n, nNodes: nodes,
+      name: n + " GPUs in " + nodes + " x " + spec.name };
+  }
+
+  /** parallel.pipeline_bubble_fraction: the 1F1B pipeline's idle over busy time, (pp - 1) / (v m). */
+  function pipelineBubbleFraction(pp, microBatches, virtualStages) {
+    var p = wholeNumber(pp, "pp", "pipeline stages");
+    var m = wholeNumber(microBatches, "micro_batches", "micro-batches");
+    var v = wholeNumber(virtualStages === undefined ? 1 : virtualStages, "virtual_stages", "virtual stages per GPU");
+    return (p - 1) / (v * m);
+  }
+
+  /** train_memory.state_bytes_per_param: weights, gradients and optimizer state (K) per parameter,
+   *  from the registry's copy of train_memory's tables (mixed Adam: 2 + 2 + 12 = 16 bytes). */
+  function stateBytesPerParam(optimizer, precision) {
+    var tables = registry().train_state;
+    if (!tables) throw new Error("the registry on this page has no train_state (re-run roofline_lib.export)");
+    var opt = tableKey(optimizer === undefined ? "adam" : optimizer, tables.optimizers, "optimizer");
+    var rec = tableKey(precision === undefined ? "mixed" : precision, tables.precision_recipes, "precision");
+    var recipe = tables.precision_recipes[rec]; // [weight bytes, gradient bytes, bytes per state value, master copy]
+    var k = (recipe[3] ? recipe[2] : 0) + tables.optimizers[opt] * recipe[2]; // master copy + the optimizer's values
+    return { weights: recipe[0], gradients: recipe[1], optimizer: k, total: recipe[0] + recipe[1] + k };
+  }
+
+  /** train_memory.activation_bytes_per_layer: what one layer keeps for its backward pass, per GPU,
+   *  s b h (34 + 5 a s / h) bytes, divided by tp under sequence parallelism (Korthikanti et al. 2022). */
+  function activationBytesPerLayer(seqLen, microBatch, dModel, nHeads, tp, sequenceParallel, recompute) {
+    var s = wholeNumber(seqLen, "seq_len", "tokens");
+    var b = wholeNumber(microBatch, "micro_batch", "sequences");
+    var h = wholeNumber(dModel, "d_model", "features");
+    var a = wholeNumber(nHeads, "n_heads", "attention heads");
+    var t = wholeNumber(tp === undefined ? 1 : tp, "tp", "tensor-parallel GPUs");
+    var sp = sequenceParallel === undefined ? false : sequenceParallel;
+    if (typeof sp !== "boolean") throw new Error("sequence_parallel must be True or False, got " + sp);
+    var mode = tableKey(recompute === undefined ? "none" : recompute, ACTIVATION_RECOMPUTE, "recompute");
+    var sbh = s * b * h;
+    if (mode === "full") return (2 * sbh) / (sp ? t : 1); // only the layer's input is kept
+    var scores = mode === "selective" ? 0 : (SCORES_BLOCK * a * s) / h;
+    var linear = ATTN_BLOCK + MLP_BLOCK + NORMS_BLOCK; // 34
+    if (sp || t === 1) return (sbh / t) * (linear + scores);
+    var replicated = 10; // what TP alone leaves whole: norms' inputs 4, attention and MLP inputs 4, masks 2
+    return sbh * (replicated + (linear - replicated) / t + scores / t);
+  }
+
+  /** parallel.expert_params: the routed experts' parameters, (E - k) / E of them idle per token. */
+  function expertParams(model) {
+    if (!(model.n_experts > 1) || model.experts_per_token === model.n_experts) return 0;
+    var idle = model.n_params - model.active_params;
+    return (idle * model.n_experts) / (model.n_experts - model.experts_per_token);
+  }
+
+  /** TransformerConfig.training_flops_per_token: 6 N_active, plus 3 x the causal scores 2 L s a
+   *  (three-term) or twice them (full-square), with a the model's score width. */
+  function modelTrainingFlopsPerToken(model, convention, seqLen) {
+    var key = conventionKey(convention);
+    if (key === "6N") return 6 * model.active_params; // 2N forward + 4N backward
+    var causalScores = 2 * model.n_layers * seqLen * model.score_dim; // 2 s a per layer, forward
+    var squares = key === "full-square" ? 2 : 1; // the whole square is twice the causal half
+    return 6 * model.active_params + 3 * squares * causalScores; // x3: forward + backward
+  }
+
+  /** The dense peak of the cluster's GPU in `precision`, refused as plan refuses compute_precision. */
+  function planPeak(gpu, precision) {
+    var known = registry().precisions;
+    if (typeof precision !== "string") {
+      throw new Error("compute_precision: precision must be a string such as 'bf16', got " + pyRepr(precision));
+    }
+    var key = precision.trim().toLowerCase();
+    if (known.indexOf(key) < 0) {
+      throw new Error("compute_precision: precision must be one of " + known.join(", ") + ", got " + pyRepr(precision));
+    }
+    if (!Object.prototype.hasOwnProperty.call(gpu.dense_flops_per_s, key)) {
+      throw new Error("compute_precision: " + gpu.name + " has no " + key + " (precision=" + pyRepr(precision) +
+        "); it has: " + known.filter(function (p) { return p in gpu.dense_flops_per_s; }).join(", "));
+    }
+    return gpu.dense_flops_per_s[key];
+  }
+
+  /** parallel._members_per_node: how many of a group's GPUs share a node, `stride` ranks apart. */
+  function membersPerNode(group, stride, gpusPerNode, dim) {
+    if (stride >= gpusPerNode) {
+      if (stride % gpusPerNode) {
+        throw new Error(dim + "'s inner ranks (" + stride + ") must fill whole nodes of " + gpusPerNode +
+          " GPUs or divide one, so each group lies the same way in every node");
+      }
+      return 1;
+    }
+    if (gpusPerNode % stride) {
+      throw new Error(dim + "'s inner ranks (" + stride + ") must divide the node's " + gpusPerNode + " GPUs");
+    }
+    var perNode = Math.min(group, gpusPerNode / stride);
+    if (group % perNode) {
+      throw new Error(dim + " = " + group + " GPUs must be a multiple of the " + perNode + " that share each node " +
+        "(or at most " + perNode + "), so its group fills whole nodes");
+    }
+    return perNode;
+  }
+
+  /** parallel._cost: `count` collectives on `group` GPUs `stride` ranks apart: seconds, bytes per GPU
+   *  (flat accounting), members per node and the link named. */
+  function parallelCost(collective, message, group, stride, c, alpha, count, dim) {
+    var perNode = membersPerNode(group, stride, c.node.n_gpus, dim);
+    var cost = nodeCollectiveCost(collective, message, group, c.node, alpha, perNode);
+    var link = cost.nNodes === 1 ? nodeBandwidths(c.node).scaleUp.name + ", inside a node"
+      : cost.nNodes + " nodes, " + perNode + " GPU(s) each; " + cost.binding + " binds";
+    return { seconds: count * cost.seconds, sent: count * cost.bytesPerGpu, perNode: perNode, link: link };
+  }
+
+  /** parallel._check_layout: the layout's refusals, in the library's order; returns the micro-batches. */
+  function checkLayout(model, c, dp, tp, pp, ep, cp, s, gb, mb, v, crossNodeTp) {
+    if (dp * tp * pp * cp !== c.nGpus) {
+      throw new Error("dp x tp x pp x cp must equal the cluster's " + c.nGpus + " GPUs, got " + dp + " x " + tp +
+        " x " + pp + " x " + cp + " = " + dp * tp * pp * cp + " GPUs (ep is a sub-group of dp x cp)");
+    }
+    if (model.n_heads % tp) {
+      throw new Error("tp must divide the model's " + model.n_heads + " attention heads, got tp = " + tp + " GPUs");
+    }
+    var gpn = c.node.n_gpus;
+    if (tp > gpn && !crossNodeTp) {
+      throw new Error("tp = " + tp + " GPUs spans more than one node of " + gpn + " GPUs: its all-reduces, four " +
+        "per layer and micro-batch, would cross the network; keep tp <= the node's GPUs, or pass allow_cross_node_tp=True");
+    }
+    if (pp > model.n_layers) {
+      throw new Error("pp must be at most the model's " + model.n_layers + " layers, got pp = " + pp + " stages");
+    }
+    if (ep > 1 && !(model.n_experts > 1)) {
+      throw new Error("ep must be 1 for a dense model (it has no experts to spread), got ep = " + ep + " GPUs");
+    }
+    if (model.n_experts % ep) {
+      throw new Error("ep must divide the model's " + model.n_experts + " experts, got ep = " + ep + " GPUs");
+    }
+    if ((dp * cp) % ep) {
+      throw new Error("ep must divide dp x cp = " + dp * cp + " GPUs (experts spread over them), got ep = " + ep + " GPUs");
+    }
+    if (s % cp) throw new Error("cp must divide seq_len = " + s + " tokens, got cp = " + cp + " GPUs");
+    if (gb % (dp * mb)) {
+      throw new Error("global_batch must be a multiple of dp x micro_batch = " + dp * mb + " sequences, got " + gb +
+        " sequences");
+    }
+    var m = gb / (dp * mb);
+    if (v > 1 && (pp === 1 || m % pp)) {
+      throw new Error("virtual_stages = " + v + " needs pp > 1 and micro-batches per step (" + m + ") a multiple of pp (" +
+        pp + ") (the interleaved schedule's rule)");
+    }
+    return m;
+  }
+
+  /** parallel.plan: one training step of a shipped model on a cluster (parallelCluster) under a
+   *  layout, `o` holding plan's keyword arguments by their Python names (dp, tp, pp, ep, cp, zero,
+   *  global_batch, seq_len, micro_batch, virtual_stages, recompute, optimizer, precision,
+   *  compute_precision, convention, alpha_seconds, allow_cross_node_tp). The roofs in seconds:
+   *  compute (the busiest stage at the dense peak, plus the bubble), hbm and one per parallel
+   *  dimension; the longest binds. Memory per GPU: model state after ZeRO and the activations in flight. */
+  function parallelPlan(modelKey, c, o) {
+    var model = typeof modelKey === "string" ? findModel(modelKey) : modelKey;
+    if (!c || !c.node || !c.nGpus) {
+      throw new Error("cluster must be a Cluster, such as rl.cluster('8x H100', 64), got " + pyRepr(c));
+    }
+    var dims = {};
+    ["dp", "tp", "pp", "ep", "cp"].forEach(function (name) {
+      var value = o[name] === undefined && name !== "dp" ? 1 : o[name];
+      dims[name] = wholeNumber(value, name, "GPUs");
+    });
+    var dp = dims.dp, tp = dims.tp, pp = dims.pp, ep = dims.ep, cp = dims.cp;
+    var z = zeroStage(o.zero === undefined ? 0 : o.zero);
+    var s = wholeNumber(o.seq_len, "seq_len", "tokens");
+    var gb = wholeNumber(o.global_batch, "global_batch", "sequences");
+    var mb = wholeNumber(o.micro_batch === undefined ? 1 : o.micro_batch, "micro_batch", "sequences");
+    var v = wholeNumber(o.virtual_stages === undefined ? 1 : o.virtual_stages, "virtual_stages", "virtual stages per GPU");
+    var mode = tableKey(o.recompute === undefined ? "selective" : o.recompute, ACTIVATION_RECOMPUTE, "recompute");
+    var alpha = nonNegative(o.alpha_seconds === undefined ? 0 : o.alpha_seconds, "alpha_seconds", "seconds");
+    var cross = flag(o.allow_cross_node_tp === undefined ? false : o.allow_cross_node_tp, "allow_cross_node_tp");
+    var m = checkLayout(model, c, dp, tp, pp, ep, cp, s, gb, mb, v, cross);
+    var peak = planPeak(c.gpu, o.compute_precision === undefined ? "bf16" : o.compute_precision);
+    var per = stateBytesPerParam(o.optimizer, o.precision);
+    var convention = o.convention === undefined ? "6N" : o.convention;
+
+    // compute: the busiest stage's share of the step's FLOPs
+    var tokens = gb * s;
+    var layersPerStage = Math.ceil(model.n_layers / pp);
+    var modelFlops = modelTrainingFlopsPerToken(model, convention, s) * tokens;
+    var forward = (modelTrainingFlopsPerToken(model, "6N", s) / 3) * tokens; // 2N per token: one forward
+    var scoresForward = (modelTrainingFlopsPerToken(model, "three-term", s) / 3) * tokens - forward;
+    var extra = { none: 0, selective: scoresForward, full: forward + scoresForward }[mode];
+    var hardwareFlops = modelFlops + extra;
+    var stageShare = (layersPerStage * pp) / model.n_layers; // >= 1: the busiest stage's extra layers
+    var flopsPerGpu = (hardwareFlops / c.nGpus) * stageShare;
+    var compute = flopsPerGpu / peak;
+    var bubble = compute * pipelineBubbleFraction(pp, m, v);
+    var tokensPerGpu = tokens / (dp * cp); // tokens each pipeline's GPUs see per step
+
+    var h = model.d_model;
+    var nMoe = expertParams(model);
+    var nDense = model.n_params - nMoe;
+    var moeLayers = model.n_experts > 1 ? model.n_layers - model.n_dense_layers : 0;
+    var moeLayersPerStage = moeLayers ? Math.ceil(moeLayers / pp) : 0;
+    var comms = [];
+
+    function add(name, what, collective, group, cost, count, message, grows) {
+      var intensity = flopsPerGpu / cost.sent;
+      var ridge = (peak * cost.seconds) / cost.sent; // peak over the bytes/s the group gets: the roofs meet here
+      var critical = grows ? (cost.seconds <= compute ? 0 : Infinity) : (tokensPerGpu * cost.seconds) / compute;
+      comms.push({ name: name, what: what, collective: collective, group: group, gpusPerNode: cost.perNode,
+        link: cost.link, count: count, messageBytes: message, bytesPerGpu: cost.sent, seconds: cost.seconds,
+        intensity: intensity, ridge: ridge, criticalTokensPerGpu: critical, hidden: intensity >= ridge });
+    }
+
+    var actMsg = mb * (s / cp) * h * WIRE_BYTES; // one micro-batch's activations, one layer
+    var count;
+    if (tp > 1) {
+      count = (mode === "full" ? 6 : 4) * layersPerStage * m;
+      add("tp", "activations, all-reduced 4 times per layer", "all_reduce", tp,
+        parallelCost("all_reduce", actMsg, tp, 1, c, alpha, count, "tp"), count, actMsg, true);
+    }
+    if (cp > 1) {
+      var kvMsg = (mb * s * model.kv_cache_width * WIRE_BYTES) / tp; // K and V of the whole sequence
+      count = 3 * layersPerStage * m;
+      add("cp", "keys and values gathered per layer", "all_gather", cp,
+        parallelCost("all_gather", kvMsg, cp, tp, c, alpha, count, "cp"), count, kvMsg, true);
+    }
+    var dpGroup = dp * cp;
+    if (dpGroup > 1) {
+      var kind = z === 3 ? "all_gather" : "all_reduce"; // ZeRO-3: AG, AG, RS
+      count = z === 3 ? 3 : 1;
+      var gradMsg = (nDense / (tp * pp)) * WIRE_BYTES;
+      var dpCost = parallelCost(kind, gradMsg, dpGroup, tp, c, alpha, count, "dp x cp");
+      if (nMoe && Math.floor(dpGroup / ep) > 1) { // each expert's gradients over its own replicas
+        var eMsg = (nMoe / (tp * ep * pp)) * WIRE_BYTES;
+        var x = parallelCost(kind, eMsg, Math.floor(dpGroup / ep), tp * ep, c, alpha, count, "dp x cp / ep");
+        dpCost = { seconds: dpCost.seconds + x.seconds, sent: dpCost.sent + x.sent, perNode: dpCost.perNode,
+          link: dpCost.link };
+      }
+      add("dp", z === 3 ? "weights gathered twice, gradients reduce-scattered" : "gradients all-reduced once", kind,
+        dpGroup, dpCost, count, gradMsg, false);
+    }
+    if (ep > 1) {
+      var a2aMsg = (mb * (s / cp) * model.experts_per_token * h * WIRE_BYTES) / tp; // k copies of each token
+      count = 4 * moeLayersPerStage * m;
+      add("ep", "tokens to their experts and back", "all_to_all", ep,
+        parallelCost("all_to_all", a2aMsg, ep, tp, c, alpha, count, "ep"), count, a2aMsg, true);
+    }
+    if (pp > 1) {
+      var across = tp * cp * dp >= c.node.n_gpus;
+      var bw = nodeBandwidths(c.node);
+      var pBw = across ? bw.scaleOutBytesPerSPerGpu : bw.scaleUpBytesPerS;
+      var pMsg = actMsg / tp; // sequence parallel: each TP rank sends its shard
+      count = 2 * m * v;
+      var pBytes = count * pMsg;
+      add("pp", "activations between stages", "point_to_point", pp, { seconds: pBytes / pBw + count * alpha,
+        sent: pBytes, perNode: 1, link: across ? bw.scaleOut.name + ", the GPU's NIC"
+          : bw.scaleUp.name + ", inside a node" }, count, pMsg, true);
+    }
+
+    // memory per GPU, and the HBM roof
+    var denseGpu = nDense / (tp * pp);
+    var moeGpu = nMoe / (tp * ep * pp);
+    var moeShard = Math.max(1, Math.floor(dpGroup / ep));
+    function state(bytesPerParam, level) {
+      if (z >= level) return bytesPerParam * (denseGpu / dpGroup + moeGpu / moeShard);
+      return bytesPerParam * (denseGpu + moeGpu);
+    }
+    var actLayer = activationBytesPerLayer(s / cp, mb, h, model.n_heads, tp, tp > 1, mode);
+    var inFlight = Math.min(pp, m) * (v > 1 ? 1 + (pp - 1) / (pp * v) : 1); // 1F1B, first stage
+    var memory = {
+      weights: state(per.weights, 3),
+      gradients: state(per.gradients, 2),
+      optimizer: state(per.optimizer, 1),
+      activations: actLayer * layersPerStage * inFlight,
+      capacity: c.gpu.hbm_capacity_bytes,
+    };
+    memory.state = memory.weights + memory.gradients + memory.optimizer;
+    memory.total = memory.state + memory.activations;
+    memory.fits = memory.total <= memory.capacity;
+    var paramsGpu = denseGpu + moeGpu;
+    var hbmBytes = m * (3 * per.weights + 2 * per.gradients) * paramsGpu + // weights read fwd + 2x bwd; grads accumulated
+      2 * memory.state + // the optimizer step reads and writes the GPU's state once
+      2 * actLayer * layersPerStage * m; // activations written forward, read backward
+    var hbm = hbmBytes / c.gpu.hbm_bytes_per_s;
+
+    var roofs = { compute: compute + bubble, hbm: hbm };
+    var commsSeconds = 0;
+    comms.forEach(function (r) { roofs[r.name] = r.seconds; commsSeconds += r.seconds; });
+    var binding = "compute";
+    Object.keys(roofs).forEach(function (k) { if (roofs[k] > roofs[binding]) binding = k; }); // the first on a tie
+    var step = roofs[binding];
+    var serial = compute + bubble + commsSeconds;
+    return {
+      model: model.name || "model",
+      cluster: c.name,
+      layout: { dp: dp, tp: tp, pp: pp, ep: ep, cp: cp, zero: z, micro_batch: mb, v: v },
+      tokensPerStep: tokens,
+      microBatches: m,
+      layersPerStage: layersPerStage,
+      computeSeconds: compute,
+      bubbleSeconds: bubble,
+      hbmSeconds: hbm,
+      comms: comms,
+      roofs: roofs,
+      stepSeconds: step,
+      binding: binding,
+      serialSeconds: serial,
+      memory: memory,
+      modelFlopsPerStep: modelFlops,
+      hardwareFlopsPerStep: hardwareFlops,
+      peakFlopsPerS: peak,
+      nGpus: c.nGpus,
+      fits: memory.fits,
+      mfu: modelFlops / (c.nGpus * peak * step), // model FLOPs over the step at the longest roof
+      mfuNoOverlap: modelFlops / (c.nGpus * peak * serial),
+      hardwareFlopsPerSPerGpu: hardwareFlops / (c.nGpus * step),
+    };
+  }
+
+  /** What widgets_parallel.parallel_explorer computes from its controls: dp is what tp x pp leave
+   *  of the GPUs, the batch is rounded down to a multiple of dp (at least dp), then plan. */
+  function parallelExplorerPlan(v) {
+    if (v.n_gpus % (v.tp * v.pp)) {
+      throw new Error("tp x pp = " + v.tp * v.pp + " GPUs must divide n_gpus = " + v.n_gpus + " GPUs");
+    }
+    var dp = v.n_gpus / (v.tp * v.pp);
+    var batch = Math.floor(Math.max(v.global_batch, dp) / dp) * dp;
+    return parallelPlan(v.model, parallelCluster(v.node, v.n_gpus), { dp: dp, tp: v.tp, pp: v.pp, zero: v.zero,
+      global_batch: batch, seq_len: v.seq_len, recompute: v.recompute });
+  }
+
   // The log sliders' spans (log10 of their ends), the same as roofline_lib.widgets' sliders; a test
   // holds the two to each other.
   var SLIDER_LOG10 = { intensity: [-2, 4], tokens_per_s: [1, 9], message_bytes: [2, 11], slo_s: [-3, 1] };
+  // The parallel mode's stepped sliders (log2 of their ends), widgets_parallel.parallel_explorer's notches.
+  var PARALLEL_LOG2 = { n_gpus: [3, 14], tp: [0, 3], pp: [0, 4] };
 
   var api = {
     sliderLog10: SLIDER_LOG10,
+    parallelSliderLog2: PARALLEL_LOG2,
     findGpu: findGpu,
     peakFlopsPerS: peakFlopsPerS,
     ridgePoint: ridgePoint,
@@ -654,6 +1135,15 @@
     kvMaxRequests: kvMaxRequests,
     steadyFrontier: steadyFrontier,
     bestSteadyState: bestSteadyState,
+    findNode: findNode,
+    nodeCollectiveCost: nodeCollectiveCost,
+    parallelCluster: parallelCluster,
+    pipelineBubbleFraction: pipelineBubbleFraction,
+    stateBytesPerParam: stateBytesPerParam,
+    activationBytesPerLayer: activationBytesPerLayer,
+    expertParams: expertParams,
+    parallelPlan: parallelPlan,
+    parallelExplorerPlan: parallelExplorerPlan,
   };
   root.RooflineExplorer = api;
 
@@ -675,6 +1165,7 @@
     flops: "Where a token's FLOPs go",
     comms: "Collective cost explorer",
     serving: "Serving frontier explorer",
+    parallel: "Parallelism planner",
   };
   // The four parts of a token's forward FLOPs, in the order of roofline_lib's flop_share_explorer.
   var SHARE_PARTS = [
@@ -1483,6 +1974,189 @@
     refresh();
   }
 
+  var PARALLEL_ROOFS = ["compute", "hbm", "tp", "cp", "dp", "ep", "pp"]; // widgets_parallel._ROOF_ORDER
+  var PARALLEL_ROOF_LABELS = { compute: "Compute roof (with bubble)", hbm: "HBM roof", tp: "tp comms roof",
+    cp: "cp comms roof", dp: "dp comms roof", ep: "ep comms roof", pp: "pp comms roof" };
+  var PARALLEL_GPUS = powersOfTwo(PARALLEL_LOG2.n_gpus[0], PARALLEL_LOG2.n_gpus[1]); // 8 to 16,384 GPUs
+  var PARALLEL_TP = powersOfTwo(PARALLEL_LOG2.tp[0], PARALLEL_LOG2.tp[1]); // tp 1 to 8
+  var PARALLEL_PP = powersOfTwo(PARALLEL_LOG2.pp[0], PARALLEL_LOG2.pp[1]); // pp 1 to 16
+  var MEMORY_PARTS = ["weights", "gradients", "optimizer", "activations"];
+  var GIB = Math.pow(2, 30); // bytes -> GiB at the edge, as widgets_parallel prints memory
+
+  /** The step's roofs as horizontal bars (the binding one marked), and memory per GPU as one
+   *  stacked bar against the GPU's capacity; `p` null draws the empty frame of a refused layout. */
+  function drawParallel(svg, p) {
+    clear(svg);
+    var W = 420, L = 64, R = 64, T = 8, row = 22, barH = 15;
+    var names = p ? PARALLEL_ROOFS.filter(function (n) { return Object.prototype.hasOwnProperty.call(p.roofs, n); }) : [];
+    var memTop = T + Math.max(names.length, 2) * row + 40;
+    var H = memTop + barH + 36;
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    var g = svgEl("g", { class: "roofline-explorer__axes" });
+    svg.appendChild(g);
+    if (!p) {
+      g.appendChild(svgEl("text", { x: W / 2, y: H / 2, "text-anchor": "middle" }, "layout refused"));
+      return;
+    }
+    function px(seconds) { return L + (seconds / p.stepSeconds) * (W - L - R); }
+    names.forEach(function (name, i) {
+      var y = T + i * row;
+      var binds = name === p.binding;
+      g.appendChild(svgEl("text", { x: L - 6, y: y + barH - 3, "text-anchor": "end" }, name));
+      svg.appendChild(svgEl("rect", { x: L, y: y, width: Math.max(0.5, px(p.roofs[name]) - L), height: barH,
+        "data-roof": name, class: "roofline-explorer__bar roofline-explorer__bar--" + (binds ? "binding" : "roof") }));
+      svg.appendChild(svgEl("text", { class: "roofline-explorer__bar-value", x: px(p.roofs[name]) + 4, y: y + barH - 3 },
+        duration(p.roofs[name])));
+    });
+    g.appendChild(svgEl("text", { x: (L + W - R) / 2, y: T + Math.max(names.length, 2) * row + 12,
+      "text-anchor": "middle" }, "seconds per step, each roof on its own"));
+    var top = Math.max(p.memory.total, p.memory.capacity);
+    function mx(bytes) { return L + (bytes / top) * (W - L - R); }
+    var x = L;
+    g.appendChild(svgEl("text", { x: L - 6, y: memTop + barH - 3, "text-anchor": "end" }, "memory"));
+    MEMORY_PARTS.forEach(function (part) {
+      var w = mx(p.memory[part]) - L;
+      svg.appendChild(svgEl("rect", { x: x, y: memTop, width: w, height: barH,
+        class: "roofline-explorer__bar roofline-explorer__memory--" + part }));
+      x += w;
+    });
+    svg.appendChild(svgEl("line", { class: "roofline-explorer__limit", x1: mx(p.memory.capacity), x2: mx(p.memory.capacity),
+      y1: memTop - 6, y2: memTop + barH + 6 }));
+    svg.appendChild(svgEl("text", { class: "roofline-explorer__limit-label", x: mx(p.memory.capacity), y: memTop - 9,
+      "text-anchor": "middle" }, sig3(p.memory.capacity / GIB) + " GiB of HBM"));
+    g.appendChild(svgEl("text", { x: (L + W - R) / 2, y: memTop + barH + 20, "text-anchor": "middle" },
+      "per GPU: weights, gradients, optimizer state, activations"));
+  }
+
+  /** widgets_parallel.parallel_explorer: a shipped model, a node kind and GPU count, tp, pp, ZeRO
+   *  and recompute; dp is what is left. Every number is parallelPlan's (parallel.plan restated). */
+  function parallelExplorer(host, ui) {
+    var reg = registry();
+    var start = {
+      model: host.getAttribute("data-model") || "llama-3-70b",
+      node: findNode(host.getAttribute("data-node") || "8x-h100").key,
+      n_gpus: numberAttr(host, "data-n-gpus", 64),
+      tp: numberAttr(host, "data-tp", 8),
+      pp: numberAttr(host, "data-pp", 1),
+      zero: numberAttr(host, "data-zero", 1),
+      recompute: host.getAttribute("data-recompute") || "selective",
+      global_batch: numberAttr(host, "data-global-batch", 64),
+      seq_len: numberAttr(host, "data-seq-len", 4096),
+    };
+    // the widget refuses a bad starting layout (dp = n_gpus // (tp pp), the batch as given): so does the page
+    parallelPlan(start.model, parallelCluster(start.node, start.n_gpus), { dp: Math.floor(start.n_gpus / (start.tp * start.pp)),
+      tp: start.tp, pp: start.pp, zero: start.zero, global_batch: start.global_batch, seq_len: start.seq_len,
+      recompute: start.recompute });
+
+    var modelSelect = el("select", { name: "model" });
+    fillSelect(modelSelect, Object.keys(reg.models).map(function (k) { return { value: k, text: k }; }), start.model);
+    var nodeSelect = el("select", { name: "node" });
+    fillSelect(nodeSelect, Object.keys(reg.nodes).map(function (k) {
+      return { value: k, text: reg.nodes[k].name };
+    }), start.node);
+    var gpus = steppedSlider("n_gpus", choices(start.n_gpus, PARALLEL_GPUS), start.n_gpus, "GPUs (powers of two)");
+    var tp = steppedSlider("tp", choices(start.tp, PARALLEL_TP), start.tp, "tensor-parallel GPUs (powers of two)");
+    var pp = steppedSlider("pp", choices(start.pp, PARALLEL_PP), start.pp, "pipeline stages (powers of two)");
+    var zeroSelect = el("select", { name: "zero" });
+    fillSelect(zeroSelect, [0, 1, 2, 3].map(function (z) { return { value: String(z), text: "ZeRO-" + z }; }),
+      String(start.zero));
+    var recomputeSelect = el("select", { name: "recompute" });
+    fillSelect(recomputeSelect, ACTIVATION_RECOMPUTE.map(function (k) { return { value: k, text: k }; }), start.recompute);
+    ui.controls.appendChild(field("Model", modelSelect));
+    ui.controls.appendChild(field("Node", nodeSelect));
+    ui.controls.appendChild(sliderField("GPUs", gpus));
+    ui.controls.appendChild(sliderField("tp", tp));
+    ui.controls.appendChild(sliderField("pp", pp));
+    ui.controls.appendChild(field("ZeRO", zeroSelect));
+    ui.controls.appendChild(field("Recompute", recomputeSelect));
+    var out = {
+      dp: readout(ui.dl, "dp", "dp (GPUs / (tp x pp))"),
+      binding: readout(ui.dl, "binding", "Binding roof"),
+      step_seconds: readout(ui.dl, "step_seconds", "Step, all comms hidden"),
+      serial_seconds: readout(ui.dl, "serial_seconds", "Step, nothing overlapped"),
+      mfu: readout(ui.dl, "mfu", "MFU at most"),
+    };
+    PARALLEL_ROOFS.forEach(function (name) {
+      out["roof_" + name] = readout(ui.dl, "roof_" + name, PARALLEL_ROOF_LABELS[name]);
+    });
+    MEMORY_PARTS.forEach(function (part) {
+      out[part] = readout(ui.dl, part, { weights: "Weights per GPU", gradients: "Gradients per GPU",
+        optimizer: "Optimizer state per GPU", activations: "Activations per GPU" }[part]);
+    });
+    out.memory_total = readout(ui.dl, "memory_total", "Memory per GPU");
+    out.fits = readout(ui.dl, "fits", "Fits in HBM");
+
+    function refresh() {
+      var v = {
+        model: modelSelect.value,
+        node: nodeSelect.value,
+        n_gpus: gpus.value(),
+        tp: tp.value(),
+        pp: pp.value(),
+        zero: Number(zeroSelect.value),
+        recompute: recomputeSelect.value,
+        global_batch: start.global_batch,
+        seq_len: start.seq_len,
+      };
+      ["model", "node", "n_gpus", "tp", "pp", "zero", "recompute"].forEach(function (k) {
+        host.setAttribute("data-current-" + k.replace(/_/g, "-"), String(v[k]));
+      });
+      gpus.output.textContent = grouped(v.n_gpus);
+      tp.output.textContent = String(v.tp);
+      pp.output.textContent = String(v.pp);
+      var rec = reg.models[v.model];
+      var p;
+      try {
+        p = parallelExplorerPlan(v);
+      } catch (err) {
+        Object.keys(out).forEach(function (k) { show(out[k], "", "—"); });
+        show(out.binding, "refused", "layout refused");
+        host.removeAttribute("data-current-dp");
+        host.removeAttribute("data-current-global-batch");
+        ui.note.className = "roofline-explorer__note roofline-explorer__note--refused";
+        ui.note.textContent = err.message;
+        drawParallel(ui.svg, null);
+        ui.svgTitle.textContent = rec.name + " on " + v.n_gpus + " GPUs: layout refused";
+        ui.svg.insertBefore(ui.svgTitle, ui.svg.firstChild);
+        return;
+      }
+      host.setAttribute("data-current-dp", String(p.layout.dp));
+      host.setAttribute("data-current-global-batch", String(p.tokensPerStep / v.seq_len));
+      show(out.dp, p.layout.dp, grouped(p.layout.dp));
+      show(out.binding, p.binding, p.binding + " binds");
+      show(out.step_seconds, p.stepSeconds, duration(p.stepSeconds));
+      show(out.serial_seconds, p.serialSeconds, duration(p.serialSeconds));
+      show(out.mfu, p.mfu, sig3(100 * p.mfu) + " %");
+      PARALLEL_ROOFS.forEach(function (name) {
+        var has = Object.prototype.hasOwnProperty.call(p.roofs, name);
+        show(out["roof_" + name], has ? p.roofs[name] : "", has ? duration(p.roofs[name]) : "— (no traffic)");
+      });
+      MEMORY_PARTS.concat(["total"]).forEach(function (part) {
+        show(out[part === "total" ? "memory_total" : part], p.memory[part], sig3(p.memory[part] / GIB) + " GiB");
+      });
+      show(out.fits, String(p.fits), p.fits ? "fits in " + sig3(p.memory.capacity / GIB) + " GiB"
+        : "does not fit in " + sig3(p.memory.capacity / GIB) + " GiB");
+      var lay = "dp=" + p.layout.dp + " tp=" + p.layout.tp + " pp=" + p.layout.pp + " ZeRO-" + p.layout.zero;
+      ui.note.className = "roofline-explorer__note";
+      ui.note.textContent = p.model + " on " + p.cluster + " (" + lay + "), " + grouped(p.tokensPerStep / v.seq_len) +
+        " sequences of " + grouped(v.seq_len) + " tokens a step in " + p.microBatches + " micro-batch(es) per " +
+        "data-parallel rank, " + v.recompute + " recompute, mixed-precision Adam at the bf16 dense peak. Each bar is " +
+        "one roof on its own: the step is at least the longest (" + p.binding + ", every communication hidden) and " +
+        "at most their sum if nothing overlaps; MFU is the model's FLOPs over the longest. " +
+        (p.fits ? "" : "This layout does not fit: its memory per GPU is above the GPU's HBM. ") +
+        "The arithmetic is roofline_lib.parallel.plan's.";
+      drawParallel(ui.svg, p);
+      ui.svgTitle.textContent = "Roofs of one training step of " + p.model + " on " + p.cluster + " (" + lay + "): " +
+        p.binding + " binds at " + duration(p.stepSeconds) + "; memory " + sig3(p.memory.total / GIB) + " of " +
+        sig3(p.memory.capacity / GIB) + " GiB per GPU";
+      ui.svg.insertBefore(ui.svgTitle, ui.svg.firstChild);
+    }
+
+    [modelSelect, nodeSelect, zeroSelect, recomputeSelect].forEach(function (s) { s.addEventListener("change", refresh); });
+    [gpus, tp, pp].forEach(function (s) { s.input.addEventListener("input", refresh); });
+    refresh();
+  }
+
   function mount(host) {
     if (host.getAttribute("data-roofline-mounted")) return; // draw each explorer once
     host.setAttribute("data-roofline-mounted", "true");
@@ -1500,6 +2174,7 @@
     if (mode === "flops") flopsExplorer(host, ui);
     else if (mode === "comms") commsExplorer(host, ui);
     else if (mode === "serving") servingExplorer(host, ui);
+    else if (mode === "parallel") parallelExplorer(host, ui);
     else gpuExplorer(host, ui, mode);
   }
 
