@@ -43,9 +43,11 @@ from dataclasses import dataclass
 
 from ._checks import _flag, _positive, _positive_int
 from .comms import as_node, collective_bytes_per_rank, node_collective_cost
-from .hardware import GPUSpec
+from .hardware import GIB, GPUSpec
 from .interconnect import NodeSpec
+from .roofline import Roof
 from .train_memory import ACTIVATION_RECOMPUTE, _key, _stage, activation_bytes_per_layer, state_bytes_per_param
+from .training import flops_utilisation
 from .transformer import TransformerConfig, model_config
 
 __all__ = [
@@ -236,6 +238,12 @@ class Plan:
     hardware_flops_per_step: float
     peak_flops_per_s: float  # one GPU's dense peak in the compute precision
     n_gpus: int
+    hbm_bytes_per_s: float  # one GPU's HBM bandwidth
+
+    def _utilisation(self, seconds: float, flops: float, what: str) -> float:
+        """training.flops_utilisation, the course's one MFU core, on the roof of every GPU here."""
+        cluster = Roof(self.n_gpus * self.peak_flops_per_s, self.n_gpus * self.hbm_bytes_per_s, self.cluster)
+        return flops_utilisation(flops / seconds, cluster, what=what)
 
     @property
     def fits(self) -> bool:
@@ -244,12 +252,12 @@ class Plan:
     @property
     def mfu(self) -> float:
         """Model FLOPs over the step at the longest roof: the most this layout can reach."""
-        return self.model_flops_per_step / (self.n_gpus * self.peak_flops_per_s * self.step_seconds)
+        return self._utilisation(self.step_seconds, self.model_flops_per_step, "MFU")
 
     @property
     def mfu_no_overlap(self) -> float:
         """Model FLOPs over the serial step (nothing hidden)."""
-        return self.model_flops_per_step / (self.n_gpus * self.peak_flops_per_s * self.serial_seconds)
+        return self._utilisation(self.serial_seconds, self.model_flops_per_step, "MFU")
 
     @property
     def hardware_flops_per_s_per_gpu(self) -> float:
@@ -266,7 +274,7 @@ class Plan:
 
     def __str__(self) -> str:
         lay = ", ".join(f"{k}={v}" for k, v in self.layout.items())
-        gib = 2**30
+        gib = GIB
         return (
             f"{self.model} on {self.cluster} ({lay}): step {self.step_seconds:.3g} s "
             f"({self.binding} binds; {self.serial_seconds:.3g} s if nothing overlaps), MFU <= {self.mfu:.1%}; "
@@ -536,4 +544,5 @@ def plan(
         hardware_flops_per_step=hardware_flops,
         peak_flops_per_s=peak,
         n_gpus=c.n_gpus,
+        hbm_bytes_per_s=c.gpu.hbm_bytes_per_s,
     )

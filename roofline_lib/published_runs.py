@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .hardware import gpu
 from .parallel import Plan, cluster, plan
 from .training import mfu
 from .transformer import MLA, TransformerConfig
@@ -181,7 +182,7 @@ def published_runs() -> tuple[PublishedRun, ...]:
             layout=dict(
                 dp=128, pp=16, ep=64, zero=1, global_batch=15360, seq_len=4096, micro_batch=1, recompute="selective"
             ),  # fmt: skip
-            published_mfu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s) / 989.5e12,
+            published_mfu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s) / gpu("H800").peak_flops_per_s("bf16"),
             published_flops_per_s_per_gpu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s),
             model_flops_per_s_per_gpu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s),
             counts="no MFU printed: the rate is 180K GPU hours per trillion tokens, counted here as 6 N active "
