@@ -45,6 +45,7 @@ import math
 from dataclasses import dataclass
 
 from ._checks import _flag, _fraction, _positive, _positive_int, _text
+from ._format import gib as _gib
 from .hardware import GPUSpec
 from .inference import decode_step_bytes_of, kv_cache_bytes_per_token, precision_for_bytes
 from .roofline import Roof, roof
@@ -375,8 +376,8 @@ def kv_capacity(
     available = server.capacity_bytes * (1 - reserve) - server.weight_bytes
     if available <= 0:
         raise ValueError(
-            f"{server.name}: the weights ({server.weight_bytes / 2**30:.4g} GiB) leave no room for a KV cache in "
-            f"{server.capacity_bytes * (1 - reserve) / 2**30:.4g} GiB"
+            f"{server.name}: the weights ({_gib(server.weight_bytes)}) leave no room for a KV cache in "
+            f"{_gib(server.capacity_bytes * (1 - reserve))}"
         )
     if kind == "paged":
         block = _positive_int(block_tokens, "block_tokens", "tokens")
