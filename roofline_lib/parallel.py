@@ -463,7 +463,7 @@ def plan(
         add("tp", "activations, all-reduced 4 times per layer", "all_reduce", tp,
             _cost("all_reduce", act_msg, tp, 1, c, alpha, count, "tp"), count, act_msg, True)  # fmt: skip
     if cp > 1:
-        kv_msg = mb * s * cfg.kv_cache_width() * _WIRE_BYTES / tp  # K and V of the whole sequence
+        kv_msg = mb * s * cfg.kv_cache_width * _WIRE_BYTES / tp  # K and V of the whole sequence
         count = 3 * layers_per_stage * m
         add("cp", "keys and values gathered per layer", "all_gather", cp,
             _cost("all_gather", kv_msg, cp, tp, c, alpha, count, "cp"), count, kv_msg, True)  # fmt: skip

@@ -1167,18 +1167,14 @@ def test_parallel_refusals_are_the_library_words(run_js):
         assert mine == {"error": str(lib)}, (case, mine, str(lib))  # word for word, parameter and unit
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="roofline_lib.parallel.plan calls cfg.kv_cache_width(), a property (an int): cp > 1 raises TypeError",
-)
 def test_parallel_context_parallel_matches_the_library(run_js):
     case = _plan_case("llama-3-8b", "8x-h100", 16, {"dp": 4, "tp": 2, "cp": 2, "global_batch": 8, "seq_len": 8192})
     (mine,) = run_js([case])
     assert "error" not in mine and "cp" in mine["roofs"], mine
     # K and V of the whole sequence per layer: 1 x 8192 x 2048 (2 x 8 KV heads x 128) x 2 bytes / tp 2 = 16.8 MB
     assert mine["comms"][1]["messageBytes"] == 8192 * 2048 * 2 / 2
-    lib = rl.plan("llama-3-8b", rl.cluster("8x-h100", 16), **case["layout"])  # raises TypeError today
+    # plan() called kv_cache_width, a property, as a method: every cp > 1 raised TypeError
+    lib = rl.plan("llama-3-8b", rl.cluster("8x-h100", 16), **case["layout"])
     _assert_same_plan(case, mine, lib)
 
 

@@ -66,6 +66,19 @@ def test_tp_roof_and_its_intensity_against_the_ridge():
     assert tp.critical_tokens_per_gpu in (0.0, math.inf)  # bytes grow with the tokens
 
 
+def test_context_parallel_gathers_the_keys_and_values_of_the_whole_sequence():
+    # plan() called TransformerConfig.kv_cache_width (a property) as a method: every cp > 1 raised
+    # TypeError. Llama-3-8B, 16 H100s, dp 4 x tp 2 x cp 2, 8 sequences of 8,192 tokens.
+    cfg = rl.model_config("llama-3-8b")
+    p = rl.plan(cfg, rl.cluster("8x H100", 16), dp=4, tp=2, cp=2, global_batch=8, seq_len=8192)
+    cp = p.roof("cp")
+    # K and V of 8 KV heads of 128 per token: 2 x 8 x 128 = 2,048 elements, split over tp 2, bf16:
+    # 8,192 x 2,048 x 2 bytes / 2 = 16.8 MB gathered per layer and micro-batch
+    assert cfg.kv_cache_width == 2 * 8 * 128
+    assert cp.message_bytes == 8192 * 2048 * 2 / 2
+    assert cp.seconds > 0 and "cp" in p.roofs
+
+
 def test_dp_critical_tokens_hide_the_gradients():
     c = rl.cluster("8x H100", 64)
     p = rl.plan(TINY, c, dp=64, global_batch=64, seq_len=1024)
