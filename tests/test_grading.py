@@ -125,11 +125,13 @@ def test_every_probe_drawn_has_an_answer_and_the_library_refuses_some_valid_ones
             "ceiling": key.ref_ceiling,
             "precision_sweep": key.ref_sweep,
             "step_seconds": key.ref_step_seconds,
+            "zero_bytes_per_gpu": key.ref_zero_bytes_per_gpu,
         }[part.names[0]]
         library = {
             "ceiling": rl.attainable_flops_per_s,
             "precision_sweep": rl.precision_sweep,
             "step_seconds": comms.data_parallel_step,
+            "zero_bytes_per_gpu": rl.zero_memory,  # a dict of widths is no optimizer's name
         }[part.names[0]]
         assert any(p.kind == "valid" for p in probes)
         library_refusals = 0

@@ -36,7 +36,7 @@ def _value(name):
 
 # --------------------------------------------------------------------------- the scenarios, by the library
 
-EX1, EX2, EX3, EX4, EX5, EX6 = K.EX1, K.EX2, K.EX3, K.EX4, K.EX5, K.EX6
+EX1, EX2, EX3, EX4, EX5, EX6, EX7 = K.EX1, K.EX2, K.EX3, K.EX4, K.EX5, K.EX6, K.EX7
 
 
 def _ex1_roof(precision="fp32"):
@@ -108,6 +108,72 @@ def _ex6_step(n, tokens_per_gpu):
     )
 
 
+def _ex7_model():
+    return rl.TransformerConfig(
+        d_model=EX7["hidden_size"],
+        d_ff=EX7["intermediate_size"],
+        n_layers=EX7["num_hidden_layers"],
+        n_heads=EX7["num_attention_heads"],
+        n_kv_heads=EX7["num_key_value_heads"],
+        head_dim=EX7["head_dim"],
+        vocab=EX7["vocab_size"],
+    )
+
+
+def _ex7_n():
+    return _ex7_model().n_params(include_norms=False)
+
+
+def _ex7_node():
+    k3 = rl.accelerator(
+        "Kestrel K3",
+        {"bf16": EX7["bf16_flops_per_s"]},
+        EX7["hbm_bytes_per_s"],
+        hbm_capacity_bytes=EX7["memory_bytes"],
+    )
+    nvlink = rl.LinkSpec("K3 link", "nvlink", EX7["nvlink_bytes_per_s"], 1, "GPU", "the exercise")
+    nic = rl.LinkSpec("K3 NIC", "infiniband", EX7["nic_bytes_per_s"], 1, "port", "the exercise")
+    return rl.NodeSpec(
+        "8x Kestrel K3", k3, EX7["gpus_per_node"], nvlink, nic, EX7["nics_per_node"], source="the exercise"
+    )
+
+
+def _ex7_gpus():
+    return EX7["gpus_per_node"] * EX7["n_nodes"]
+
+
+def _ex7_memory(stage, micro_batch=1):
+    """ZeRO's state per card plus every layer's saved activations (selective recompute)."""
+    state = rl.zero_memory(_ex7_n(), _ex7_gpus(), stage).total
+    per_layer = rl.activation_bytes_per_layer(
+        EX7["seq_len"], micro_batch, EX7["hidden_size"], EX7["num_attention_heads"], recompute="selective"
+    )
+    return state + per_layer * EX7["num_hidden_layers"]
+
+
+def _ex7_gather():
+    """One all-gather of the bf16 weights over the cluster, priced hierarchically."""
+    return rl.node_collective_cost("all_gather", _ex7_n() * rl.bytes_per_element("bf16"), _ex7_gpus(), _ex7_node())
+
+
+def _ex7_compute(micro_batch=1):
+    tokens = EX7["seq_len"] * micro_batch
+    return rl.training_flops_per_token(_ex7_n(), convention="6N") * tokens / EX7["bf16_flops_per_s"]
+
+
+def _ex7_plan(micro_batch):
+    return rl.plan(
+        _ex7_model(),
+        rl.cluster(_ex7_node(), _ex7_gpus()),
+        dp=_ex7_gpus(),
+        zero=3,
+        global_batch=_ex7_gpus() * micro_batch,
+        seq_len=EX7["seq_len"],
+        micro_batch=micro_batch,
+        recompute="selective",
+    )
+
+
 #: Each graded entry of the key, as the library answers it on the same scenario inputs.
 LIBRARY = {
     # ex1
@@ -161,6 +227,20 @@ LIBRARY = {
     "exposed_seconds_128": lambda: (
         _ex6_step(EX6["n_gpus_large"], EX6["global_tokens"] / EX6["n_gpus_large"]).exposed_comms_seconds
     ),
+    # ex7
+    "model_params": _ex7_n,
+    "state_bytes_per_param": lambda: rl.state_bytes_per_param("adam", "mixed").total,
+    "activation_bytes": lambda: _ex7_memory(3) - rl.zero_memory(_ex7_n(), _ex7_gpus(), 3).total,
+    "lowest_stage": lambda: next(s for s in range(4) if _ex7_memory(s) <= EX7["memory_bytes"]),
+    "dp_comms_seconds": lambda: 3 * _ex7_gather().seconds,  # all-gather forward and backward, reduce-scatter
+    "step_compute_seconds": lambda: _ex7_compute(),
+    "hidden_at_1": lambda: 3 * _ex7_gather().seconds <= _ex7_compute(),
+    "critical_tokens_per_gpu": lambda: EX7["seq_len"] * 3 * _ex7_gather().seconds / _ex7_compute(),
+    "micro_batch": lambda: next(
+        b
+        for b in range(1, EX7["max_micro_batch"] + 1)
+        if 3 * _ex7_gather().seconds <= _ex7_compute(b) and _ex7_memory(3, b) <= EX7["memory_bytes"]
+    ),
 }
 
 
@@ -202,6 +282,10 @@ LETTERS = {
         and not _ex6_step(128, EX6["global_tokens"] / 128).hidden
         else "?"
     ),
+    # B: the planner's longest roof at one sequence per card is dp, and its gathers are NIC-bound
+    "step_binding_roof": lambda: (
+        "B" if _ex7_plan(1).binding == "dp" and _ex7_gather().binding == "node egress" else "?"
+    ),
 }
 
 #: Questions about reading or reasoning that no library function answers, each with why.
@@ -214,10 +298,11 @@ CONCEPT_ONLY = {
     "flash_reason": "why fusion leaves the FLOPs alone",
     "copied_sweep_reason": "how to tell an impossible timing",
     "scaling_reason": "why 128 cards stop paying",
+    "step_binding_reason": "why the NICs bind: the two phases of a collective across nodes",
 }
 
 #: The key's student functions and the library functions they stand for.
-FUNCTIONS = {"ceiling", "precision_sweep", "step_seconds"}
+FUNCTIONS = {"ceiling", "precision_sweep", "step_seconds", "zero_bytes_per_gpu"}
 
 
 def _raises(fn) -> bool:
@@ -237,7 +322,7 @@ def test_every_key_reference_has_a_library_counterpart():
         f"key entries without a counterpart: {sorted(set(REFERENCES) - covered)}; "
         f"counterparts of no key entry: {sorted(covered - set(REFERENCES))}"
     )
-    assert len(REFERENCES) == 47  # every graded entry of the six exercises (a function counts once)
+    assert len(REFERENCES) == 59  # every graded entry of the seven exercises (a function counts once)
 
 
 @pytest.mark.parametrize("name", sorted(LIBRARY))
@@ -299,6 +384,20 @@ def _library_step(n_params, tokens_per_gpu, n_gpus, accelerator, link):
     return compute + rl.exposed_comms_seconds(compute, comms, K.BACKWARD_SHARE)  # the backward hides what it can
 
 
+def _library_zero(n_params, dp, stage, state):
+    """The library's sharding (Adam's mixed recipe, part by part) applied to the probe's own widths."""
+    try:
+        sharded = rl.zero_memory(n_params, dp, stage)
+    except TypeError as err:  # the library refuses 7.5 cards as a type; the exercise asks ValueError
+        raise ValueError(str(err)) from None
+    adam = rl.state_bytes_per_param("adam", "mixed")
+    return (
+        state["weights"] * sharded.weights / adam.weights
+        + state["gradients"] * sharded.gradients / adam.gradients
+        + state["optimizer"] * sharded.optimizer / adam.optimizer
+    )
+
+
 @pytest.mark.parametrize("seed", [K.PRACTICE_SEED, 1, 2])
 def test_the_keys_functions_agree_with_the_library_on_their_probes(seed):
     checked = 0
@@ -307,6 +406,7 @@ def test_the_keys_functions_agree_with_the_library_on_their_probes(seed):
         ("ex5-c", K.ref_sweep, _library_sweep),
         ("ex5-b", K.ref_sweep, _library_sweep),
         ("ex6-h", K.ref_step_seconds, _library_step),
+        ("ex7-k", K.ref_zero_bytes_per_gpu, _library_zero),
     ):
         for probe in _probes(part_key, seed):
             if probe.kind == "refuse":
@@ -324,7 +424,7 @@ def test_the_keys_functions_agree_with_the_library_on_their_probes(seed):
             else:
                 assert got == pytest.approx(want, rel=1e-9), probe.id
             checked += 1
-    assert checked >= 15  # 5 ceilings, 4 + 4 sweeps, 5 steps, and their refusals
+    assert checked >= 22  # 5 ceilings, 4 + 4 sweeps, 5 steps, 10 ZeRO states, and their refusals
 
 
 def test_the_keys_sweep_decides_the_bound_as_the_library_does_on_either_side_of_the_ridge():

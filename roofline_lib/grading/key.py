@@ -88,6 +88,7 @@ EXERCISES: dict[str, Exercise] = {
         Exercise("ex4", "ex4_naive_attention", "Naive QK^T: bytes, intensity, FlashAttention"),
         Exercise("ex5", "ex5_precision_sweep", "A precision sweep from a datasheet"),
         Exercise("ex6", "ex6_allreduce_overlap", "The gradient all-reduce and its overlap"),
+        Exercise("ex7", "ex7_zero_layout", "A layout that fits and hides its comms"),
     )
 }
 
@@ -143,6 +144,32 @@ EX6 = dict(
     n_gpus_large=128,
     global_tokens=262144,
 )
+EX7 = dict(
+    hidden_size=6144,
+    num_hidden_layers=48,
+    intermediate_size=21504,
+    num_attention_heads=48,
+    num_key_value_heads=8,
+    head_dim=128,
+    vocab_size=65536,
+    bf16_flops_per_s=800e12,
+    hbm_bytes_per_s=3.2e12,
+    memory_bytes=64e9,  # "Kestrel K3"
+    gpus_per_node=8,
+    nvlink_bytes_per_s=450e9,  # one direction, per card, to the other cards of its node
+    nics_per_node=4,
+    nic_bytes_per_s=50e9,  # one direction, per NIC
+    n_nodes=8,
+    seq_len=2048,
+    micro_batch=1,  # sequences per card per step, no gradient accumulation
+    max_micro_batch=8,
+)
+#: Mixed-precision Adam, bytes per parameter: bf16 weight and gradient, fp32 master, momentum, variance.
+EX7_STATE = {"weights": 2, "gradients": 2, "optimizer": 4 + 4 + 4}
+#: Korthikanti et al.'s bytes per token per unit of width one GPT layer keeps (bf16), scores left out
+#: (selective recompute), and the scores' term per a s / h.
+EX7_ACT_LINEAR, EX7_ACT_SCORES = 34, 5
+
 #: The share of a step's compute under which a gradient all-reduce can run: the backward pass,
 #: 4 N of the 6 N FLOPs per token.
 BACKWARD_SHARE = 4 / 6
@@ -240,6 +267,97 @@ def ref_step_seconds(n_params, tokens_per_gpu, n_gpus, accelerator, link):
     compute = 6 * n_params * tokens / (mfu * peak)
     comms = _ring_allreduce_seconds(n_params * 2, n_gpus, alpha, bw)
     return compute + max(0.0, comms - BACKWARD_SHARE * compute)
+
+
+def _ex7_params(*, kv_heads=None, tied=False):
+    """Weight-matrix parameters of the EX7 config (gated MLP, untied head; norm gains left out)."""
+    c = EX7
+    kv = c["num_key_value_heads"] if kv_heads is None else kv_heads
+    q = c["num_attention_heads"] * c["head_dim"]
+    attention = c["hidden_size"] * q * 2 + 2 * c["hidden_size"] * kv * c["head_dim"]
+    mlp = 3 * c["hidden_size"] * c["intermediate_size"]
+    embeddings = (1 if tied else 2) * c["vocab_size"] * c["hidden_size"]
+    return c["num_hidden_layers"] * (attention + mlp) + embeddings
+
+
+def _ex7_gpus():
+    return EX7["gpus_per_node"] * EX7["n_nodes"]
+
+
+def ref_zero_bytes_per_gpu(n_params, dp, stage, state):
+    """EX7's function: model state per GPU under ZeRO ``stage`` over ``dp`` GPUs, or ValueError."""
+    if isinstance(n_params, bool) or not isinstance(n_params, (int, float)) or not math.isfinite(n_params):
+        raise ValueError("n_params must be a number")
+    if n_params <= 0:
+        raise ValueError("n_params must be positive")
+    if isinstance(dp, bool) or not isinstance(dp, int) or dp < 1:
+        raise ValueError("dp must be a whole number of at least 1")
+    if isinstance(stage, bool) or stage not in (0, 1, 2, 3):
+        raise ValueError("stage must be 0, 1, 2 or 3")
+    if not isinstance(state, dict):
+        raise ValueError("state must be a dict")
+    widths = {}
+    for part in ("weights", "gradients", "optimizer"):
+        b = state.get(part)
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b) or b < 0:
+            raise ValueError(f"state[{part!r}] must be a number of bytes, 0 or more")
+        widths[part] = float(b)
+    return n_params * (
+        widths["weights"] / (dp if stage >= 3 else 1)
+        + widths["gradients"] / (dp if stage >= 2 else 1)
+        + widths["optimizer"] / (dp if stage >= 1 else 1)
+    )
+
+
+def _ex7_state_bytes(stage):
+    return ref_zero_bytes_per_gpu(_ex7_params(), _ex7_gpus(), stage, EX7_STATE)
+
+
+def _ex7_activation_bytes(micro_batch=None, *, scores=False, layers=None):
+    """Saved activations per card (Korthikanti et al.): s b h (34 + 5 a s / h) per layer, scores optional."""
+    c = EX7
+    s, h = c["seq_len"], c["hidden_size"]
+    b = c["micro_batch"] if micro_batch is None else micro_batch
+    per_token = EX7_ACT_LINEAR + (EX7_ACT_SCORES * c["num_attention_heads"] * s / h if scores else 0)
+    return s * b * h * per_token * (c["num_hidden_layers"] if layers is None else layers)
+
+
+def _ex7_fits(stage, micro_batch=None):
+    return _ex7_state_bytes(stage) + _ex7_activation_bytes(micro_batch) <= EX7["memory_bytes"]
+
+
+def _ex7_phases(collectives=3):
+    """(NVLink seconds, node-egress seconds) of ``collectives`` all-gathers (or reduce-scatters) of the
+    bf16 weights over the cluster, priced hierarchically: each card's NVLink phase moves (g - 1) / g of
+    the message, each node's NICs (m - 1) / m of it."""
+    c = EX7
+    message = 2 * _ex7_params()  # bf16
+    g, m = c["gpus_per_node"], c["n_nodes"]
+    nvlink = (g - 1) / g * message / c["nvlink_bytes_per_s"]
+    egress = (m - 1) / m * message / (c["nics_per_node"] * c["nic_bytes_per_s"])
+    return collectives * nvlink, collectives * egress
+
+
+def _ex7_comms_seconds():
+    """ZeRO-3's step: all-gather the weights forward, again backward, reduce-scatter the gradients."""
+    return max(_ex7_phases(3))
+
+
+def _ex7_compute_seconds(micro_batch=None, flops_per_param=6):
+    b = EX7["micro_batch"] if micro_batch is None else micro_batch
+    return flops_per_param * _ex7_params() * EX7["seq_len"] * b / EX7["bf16_flops_per_s"]
+
+
+def _ex7_hidden(micro_batch=None):
+    return _ex7_comms_seconds() <= _ex7_compute_seconds(micro_batch)
+
+
+def _ex7_micro_batch():
+    """The fewest sequences per card at which ZeRO-3's collectives hide and the card still holds it all."""
+    for b in range(1, EX7["max_micro_batch"] + 1):
+        if _ex7_hidden(b) and _ex7_fits(3, b):
+            return b
+    raise AssertionError("no micro-batch both fits and hides")  # pragma: no cover - the scenario has one
 
 
 def _check_datasheet(datasheet):
@@ -666,6 +784,26 @@ def _step_probes(rng, *, refuse: bool):
                 "refuse",
             )
         )
+    return probes
+
+
+def _zero_probes(rng, *, refuse: bool):
+    probes = []
+    for i, dp in enumerate([1, rng.choice([2, 4, 8]), rng.choice([48, 64, 96]), rng.choice([512, 1024, 2048])]):
+        for stage in (0, 1, 2, 3) if i in (1, 2) else (rng.randint(0, 3),):
+            state = {
+                "weights": rng.choice([4, 2, 1, 0.5]),  # fp32, bf16, fp8, fp4: formats the library names otherwise
+                "gradients": rng.choice([4, 2, 1]),
+                "optimizer": rng.choice([16, 12, 8, 6, 4, 0]),
+            }
+            n_params = rng.choice([1.3e9, 7e9, 13e9, 70e9, 405e9]) * rng.uniform(0.9, 1.1)
+            probes.append(Probe(f"v{len(probes)}", "zero_bytes_per_gpu", (n_params, dp, stage, state), "valid"))
+    if refuse:
+        base = probes[2].args
+        probes.append(Probe("r0", "zero_bytes_per_gpu", (base[0], base[1], rng.choice([4, 5, -1]), base[3]), "refuse"))
+        probes.append(Probe("r1", "zero_bytes_per_gpu", (base[0], 0, base[2], base[3]), "refuse"))
+        probes.append(Probe("r2", "zero_bytes_per_gpu", (base[0], rng.choice([2.5, 7.5]), base[2], base[3]), "refuse"))
+        probes.append(Probe("r3", "zero_bytes_per_gpu", (-base[0], base[1], base[2], base[3]), "refuse"))
     return probes
 
 
@@ -1251,6 +1389,177 @@ _PART_LIST += [
         1,
         (1, 2, 3, 4),
         "What does a ring all-reduce send per rank, as a function of n?",
+    ),
+]
+
+_ZERO = (
+    "ZeRO shards the optimizer state over the data-parallel cards at stage 1, the gradients too at "
+    "stage 2 and the weights too at stage 3; what is not sharded is whole on every card."
+)
+_FITS = "A card must hold its share of the training state and the activations its micro-batch saves."
+_HIERARCHY = (
+    "Across nodes a collective is priced by the slower of two phases: each card's NVLink phase and "
+    "each node's traffic through the NICs it has."
+)
+_ZERO3_OVERLAP = (
+    "ZeRO-3 gathers the weights before the forward and again before the backward, and reduce-scatters "
+    "the gradients during the backward: prefetched, they hide when they take no longer than the compute."
+)
+
+_PART_LIST += [
+    _asks(
+        "ex7-a",
+        "parameters from the config",
+        number,
+        "model_params",
+        _ex7_params,
+        "parameters",
+        "Count every weight matrix of one layer (attention projections and the MLP), times the "
+        "layers, plus the embedding and output matrices.",
+        traps=[
+            (
+                lambda: _ex7_params(kv_heads=EX7["num_attention_heads"]),
+                "with grouped-query attention the key and value projections have only num_key_value_heads heads.",
+            ),
+            (lambda: _ex7_params(tied=True), "the embeddings are not tied: the output head is a second matrix."),
+        ],
+    ),
+    _asks(
+        "ex7-b",
+        "training state per parameter",
+        number,
+        "state_bytes_per_param",
+        lambda: sum(EX7_STATE.values()),
+        "bytes",
+        "Mixed-precision Adam keeps a bf16 weight and gradient, and in fp32 a master copy, the momentum "
+        "and the variance.",
+        traps=[
+            (lambda: EX7_STATE["weights"] + EX7_STATE["gradients"], "Adam's state and the master copy count too."),
+            (lambda: sum(EX7_STATE.values()) - 4, "mixed precision keeps an fp32 master copy of every weight."),
+        ],
+    ),
+    _asks(
+        "ex7-c",
+        "activations per card",
+        number,
+        "activation_bytes",
+        _ex7_activation_bytes,
+        "bytes",
+        "A layer keeps about 34 bytes per token per unit of width for its backward pass when the "
+        "attention scores are not stored; every layer keeps its own.",
+        traps=[
+            (
+                lambda: _ex7_activation_bytes(scores=True),
+                "with selective recompute the attention scores are recomputed, not stored.",
+            ),
+            (lambda: _ex7_activation_bytes(layers=1), "that is one layer; every layer saves its own."),
+        ],
+    ),
+    _asks(
+        "ex7-d",
+        "the lowest ZeRO stage that fits",
+        choice,
+        "lowest_stage",
+        lambda: next(s for s in (0, 1, 2, 3) if _ex7_fits(s)),
+        (0, 1, 2, 3),
+        _ZERO + " " + _FITS,
+    ),
+    _asks(
+        "ex7-e",
+        "ZeRO-3's collectives per step",
+        number,
+        "dp_comms_seconds",
+        _ex7_comms_seconds,
+        "seconds",
+        _HIERARCHY,
+        traps=[
+            (
+                lambda: 3 * (_ex7_gpus() - 1) / _ex7_gpus() * 2 * _ex7_params() / EX7["nic_bytes_per_s"],
+                "a card does not send everything through one NIC: inside a node the traffic goes over "
+                "NVLink, and only the node's share crosses its NICs, all of them at once.",
+            ),
+            (
+                lambda: _ex7_phases(3)[0],
+                "that is the NVLink phase alone; price the NIC phase too and take the one that takes longer.",
+            ),
+            (
+                lambda: max(_ex7_phases(2)),
+                "ZeRO-3 runs three collectives of the weights' size, not an all-reduce's two.",
+            ),
+            (lambda: max(_ex7_phases(1)), "ZeRO-3 runs three collectives per step."),
+        ],
+    ),
+    _asks(
+        "ex7-f",
+        "the compute roof of a step",
+        number,
+        "step_compute_seconds",
+        _ex7_compute_seconds,
+        "seconds",
+        "Training costs about 6 FLOP per parameter per token; the compute roof is the dense peak.",
+        traps=[(lambda: _ex7_compute_seconds(flops_per_param=2), "that is the forward pass only.")],
+    ),
+    _asks(
+        "ex7-g", "hidden at one sequence per card?", choice, "hidden_at_1", _ex7_hidden, (True, False), _ZERO3_OVERLAP
+    ),
+    _asks(
+        "ex7-h",
+        "the critical tokens per card",
+        number,
+        "critical_tokens_per_gpu",
+        lambda: EX7["seq_len"] * EX7["micro_batch"] * _ex7_comms_seconds() / _ex7_compute_seconds(),
+        "tokens",
+        "The compute grows with the tokens per card, the data-parallel bytes do not: they meet where "
+        "the compute equals the collectives' time.",
+    ),
+    _asks(
+        "ex7-i",
+        "the micro-batch that fits and hides",
+        choice,
+        "micro_batch",
+        _ex7_micro_batch,
+        tuple(range(1, EX7["max_micro_batch"] + 1)),
+        "More sequences per card lengthen the compute but add activations: " + _FITS,
+    ),
+    *(
+        _function_part(
+            key,
+            title,
+            "zero_bytes_per_gpu",
+            ref_zero_bytes_per_gpu,
+            _zero_probes,
+            refuse,
+            concept,
+            units={"result": "bytes"},
+        )  # fmt: skip
+        for key, title, refuse, concept in (
+            ("ex7-j", "write zero_bytes_per_gpu()", False, _ZERO),
+            (
+                "ex7-k",
+                "zero_bytes_per_gpu() refuses what has no answer",
+                True,
+                "ZeRO has stages 0 to 3, a model has a positive number of parameters, and data "
+                "parallelism needs a whole number of at least one card.",
+            ),
+        )
+    ),
+    _asks(
+        "ex7-l",
+        "the roof that binds at one sequence per card",
+        choice,
+        "step_binding_roof",
+        "B",
+        ("A", "B", "C", "D"),
+        "Price each roof of the step: the compute, and each phase of the collectives.",
+    ),
+    _asks(
+        "ex7-m",
+        "why",
+        choice,
+        "step_binding_reason",
+        3,
+        (1, 2, 3, 4),
+        _HIERARCHY,
     ),
 ]
 

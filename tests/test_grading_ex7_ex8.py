@@ -1,0 +1,170 @@
+"""Exercises 7 and 8 graded part by part: the references worked by hand, the traps, the refusals.
+
+Each reference is recomputed here from the scenario's numbers with the arithmetic beside it, and
+each known slip is shown to get its hint, so a key that drifted, or a trap that no longer fires,
+fails here. No kernel starts: the judges are called as the grader calls them.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+import roofline_lib as rl
+from roofline_lib import observer
+from roofline_lib.grading import key
+
+
+def _entries(**values) -> dict:
+    return {"part": "?", "entries": {k: observer.encode(v) for k, v in values.items()}, "calls": {}}
+
+
+def _judge(part: str, **values) -> key.Verdict:
+    spec = key.PARTS[part]
+    return key.judge(spec, _entries(**values), key.draw_probes(spec, random.Random(0)))
+
+
+def _judge_function(part: str, fn, seed: int) -> key.Verdict:
+    """Observe ``fn`` the way the kernel does (on the plan's inputs), judge as the grader does."""
+    spec = key.PARTS[part]
+    probes = key.draw_probes(spec, random.Random(seed))
+    plan = key.plan_of(spec, probes)
+    observation = observer.observe(part, {spec.names[0]: fn}, plan["names"], plan.get("probes"))
+    return key.judge(spec, json.loads(json.dumps(observation)), probes)
+
+
+# =========================================================================== exercise 7
+
+# 48 layers of 2 * 6144 * 6144 (Q, O) + 2 * 6144 * 1024 (K, V) + 3 * 6144 * 21504 (MLP),
+# plus 2 * 65536 * 6144 (embedding and head):
+# 48 * (75,497,472 + 12,582,912 + 396,361,728) + 805,306,368 = 24,058,527,744
+EX7_N = 48 * (2 * 6144 * 6144 + 2 * 6144 * 1024 + 3 * 6144 * 21504) + 2 * 65536 * 6144
+EX7_ACT = 34 * 2048 * 1 * 6144 * 48  # 34 s b h per layer, 48 layers: 20,535,312,384 bytes
+EX7_MESSAGE = 2 * EX7_N  # bf16 weights: 48.1 GB
+EX7_COMMS = 3 * 7 / 8 * EX7_MESSAGE / (4 * 50e9)  # NIC phase: 3 * 0.875 * 48.1e9 / 200e9 = 0.632 s
+EX7_COMPUTE = 6 * EX7_N * 2048 / 800e12  # 0.370 s
+
+
+def test_ex7_the_references_worked_by_hand():
+    assert EX7_N == 24_058_527_744
+    assert _judge("ex7-a", model_params=EX7_N).status == "correct"
+    assert _judge("ex7-b", state_bytes_per_param=16).status == "correct"  # 2 + 2 + (4 + 4 + 4)
+    assert _judge("ex7-c", activation_bytes=EX7_ACT).status == "correct"
+    assert _judge("ex7-e", dp_comms_seconds=EX7_COMMS).status == "correct"
+    assert EX7_COMMS == pytest.approx(0.6315, rel=1e-3)
+    assert _judge("ex7-f", step_compute_seconds=EX7_COMPUTE).status == "correct"
+    assert _judge("ex7-g", hidden_at_1=False).status == "correct"  # 0.632 s > 0.370 s
+    # 2048 * 0.632 / 0.370 = 3,500 tokens: N cancels, 2048 * (21/4 / 200e9) / (12,288 / 800e12)
+    assert _judge("ex7-h", critical_tokens_per_gpu=3500).status == "correct"
+    assert _judge("ex7-l", step_binding_roof="B").status == "correct"
+    assert _judge("ex7-m", step_binding_reason=3).status == "correct"
+
+
+def test_ex7_the_lowest_stage_counts_the_activations():
+    # per card on 64 cards: stage 2 holds 2N + 14N / 64 = 53.4 GB, under 64 GB alone, but
+    # 73.9 GB with the 20.5 GB of activations; stage 3 holds 16N / 64 = 6.0 GB, 26.5 GB in all
+    stage2 = EX7_N * (2 + 14 / 64)
+    assert stage2 < 64e9 < stage2 + EX7_ACT
+    assert EX7_N * 16 / 64 + EX7_ACT < 64e9
+    assert _judge("ex7-d", lowest_stage=3).status == "correct"
+    wrong = _judge("ex7-d", lowest_stage=2)  # the activations forgotten
+    assert wrong.status == "wrong" and "activations" in wrong.submit
+
+
+def test_ex7_the_micro_batch_that_fits_and_hides_is_two():
+    # one sequence: 0.370 s < 0.632 s, exposed; two: 0.739 s > 0.632 s, and 6.0 + 2 * 20.5 = 47.1 GB fits;
+    # three: 6.0 + 61.6 = 67.6 GB does not
+    assert EX7_COMPUTE < EX7_COMMS < 2 * EX7_COMPUTE
+    assert EX7_N * 16 / 64 + 2 * EX7_ACT < 64e9 < EX7_N * 16 / 64 + 3 * EX7_ACT
+    assert [_judge("ex7-i", micro_batch=b).status for b in (1, 2, 3)] == ["wrong", "correct", "wrong"]
+
+
+@pytest.mark.parametrize(
+    "part, name, value, hint",
+    [
+        ("ex7-a", "model_params", EX7_N + 48 * 2 * 6144 * (6144 - 1024), "num_key_value_heads"),  # MHA K and V
+        ("ex7-a", "model_params", EX7_N - 65536 * 6144, "not tied"),
+        ("ex7-b", "state_bytes_per_param", 4, "Adam's state"),
+        ("ex7-b", "state_bytes_per_param", 12, "master copy"),
+        ("ex7-c", "activation_bytes", EX7_ACT / 34 * (34 + 5 * 48 * 2048 / 6144), "selective recompute"),
+        ("ex7-c", "activation_bytes", EX7_ACT / 48, "one layer"),
+        ("ex7-e", "dp_comms_seconds", 3 * 63 / 64 * EX7_MESSAGE / 50e9, "one NIC"),  # the flat model, 2.84 s
+        ("ex7-e", "dp_comms_seconds", 3 * 7 / 8 * EX7_MESSAGE / 450e9, "NVLink phase"),  # 0.281 s
+        ("ex7-e", "dp_comms_seconds", EX7_COMMS * 2 / 3, "three collectives"),  # an all-reduce's two
+        ("ex7-f", "step_compute_seconds", EX7_COMPUTE / 3, "forward pass only"),
+    ],
+    ids=["mha", "tied", "weights-grads", "no-master", "scores", "one-layer", "flat", "nvlink", "all-reduce", "forward"],
+)
+def test_ex7_each_known_slip_gets_its_hint_in_both_modes(part, name, value, hint):
+    verdict = _judge(part, **{name: value})
+    assert verdict.status == "wrong"
+    assert hint in verdict.submit and hint in verdict.practice
+    assert "high" not in verdict.submit and "low" not in verdict.submit
+
+
+def test_ex7_a_unit_slip_is_named():
+    assert "10^-9" in _judge("ex7-c", activation_bytes=EX7_ACT / 1e9).submit  # GB, not bytes
+
+
+def _zero(n_params, dp, stage, state):
+    if isinstance(dp, bool) or not isinstance(dp, int) or dp < 1:
+        raise ValueError("dp")
+    if stage not in (0, 1, 2, 3) or not n_params > 0:
+        raise ValueError("stage or n_params")
+    return n_params * (
+        state["weights"] / (dp if stage >= 3 else 1)
+        + state["gradients"] / (dp if stage >= 2 else 1)
+        + state["optimizer"] / (dp if stage >= 1 else 1)
+    )
+
+
+def _zero_no_refusals(n_params, dp, stage, state):
+    return n_params * (state["weights"] + state["gradients"] + state["optimizer"]) / dp ** (stage > 0)
+
+
+def _zero_adam_only(n_params, dp, stage, state):
+    """Hard-codes the notebook's recipe instead of reading the widths."""
+    return _zero(n_params, dp, stage, {"weights": 2, "gradients": 2, "optimizer": 12})
+
+
+def _zero_stage_off_by_one(n_params, dp, stage, state):
+    return _zero(n_params, dp, min(stage + 1, 3), state)  # shards the gradients already at stage 1
+
+
+def _zero_ignores_stage_4(n_params, dp, stage, state):
+    return _zero(n_params, dp, min(stage, 3), state) if stage >= 0 else _zero(n_params, dp, 0, state)
+
+
+def _library(n_params, dp, stage, state):
+    return rl.zero_memory(n_params, dp, stage).total  # the library's Adam, not the probe's widths
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(
+    "fn, earned",
+    [
+        (_zero, {"ex7-j", "ex7-k"}),
+        (_zero_adam_only, set()),
+        (_zero_stage_off_by_one, set()),
+        (_zero_ignores_stage_4, {"ex7-j"}),
+        (_library, set()),
+        (lambda *a: (_ for _ in ()).throw(ValueError("no")), set()),
+    ],
+    ids=["correct", "adam-only", "stage-off-by-one", "no-stage-refusal", "wrapped-library", "always-refuses"],
+)
+def test_ex7_zero_bytes_per_gpu_is_earned_only_by_doing_the_work(fn, earned, seed):
+    got = {p for p in ("ex7-j", "ex7-k") if _judge_function(p, fn, seed).status == "correct"}
+    assert got == earned
+
+
+def test_ex7_the_refusal_probes_are_the_ones_the_notebook_names():
+    probes = key.draw_probes(key.PARTS["ex7-k"], random.Random(3))
+    refused = [p.args for p in probes if p.kind == "refuse"]
+    assert len(refused) == 4
+    assert {a[2] for a in refused} - {0, 1, 2, 3} and any(a[1] == 0 for a in refused)  # a stage 4/5/-1; no cards
+    assert any(isinstance(a[1], float) for a in refused) and any(a[0] < 0 for a in refused)  # 2.5 cards; -N
+    assert _judge_function("ex7-k", _zero_no_refusals, 3).status == "wrong"
+    # stage 2 of the notebook's run by hand: 24.06e9 * (2 + 2/64 + 12/64) = 53.38 GB
+    assert key.ref_zero_bytes_per_gpu(EX7_N, 64, 2, key.EX7_STATE) == pytest.approx(EX7_N * (2 + 14 / 64))
