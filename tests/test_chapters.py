@@ -256,6 +256,80 @@ def _lab_links():
     return sys.modules["lab_links"]
 
 
+def names_hidden_cells_lend(nb) -> list[tuple[int, list[str]]]:
+    """Visible code cells that use a name only a hidden cell (tagged remove-input) defines.
+
+    A reader who copies the visible code of a chapter, in order, must not meet a NameError:
+    every name it uses is defined by visible code above it (or is a builtin). Returns
+    ``(cell index, names)`` for each cell that breaks the rule.
+    """
+    import ast
+    import builtins
+
+    def parse(source):  # IPython's magics and shell lines are not Python
+        return ast.parse(
+            "\n".join("#" + ln if ln.lstrip().startswith(("%", "!")) else ln for ln in source.splitlines())
+        )
+
+    def defined(tree):
+        out = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                out.add(node.id)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                out.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, ast.arg):
+                out.add(node.arg)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                out.add(node.name)
+        return out
+
+    visible, hidden, found = set(dir(builtins)) | {"get_ipython", "display"}, set(), []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        tree = parse(cell.source)
+        if "remove-input" in cell.metadata.get("tags", []):
+            hidden |= defined(tree)
+            continue
+        own = defined(tree)
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        lent = sorted((used - own - visible) & hidden)
+        if lent:
+            found.append((i, lent))
+        visible |= own
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_no_hidden_cell_defines_a_name_the_visible_code_uses(page):
+    # a reader copying the visible cells of chapter 4 met a NameError on n7, of chapter 2 on a100
+    import jupytext
+
+    text = page.read_text(encoding="utf-8")
+    if not text.startswith("---\njupytext:"):
+        return  # a plain page: no code cells
+    found = names_hidden_cells_lend(jupytext.reads(text, fmt="md:myst"))
+    assert not found, f"{page.name}: visible cells use names only hidden cells define: {found}"
+
+
+def test_the_hidden_name_check_sees_a_planted_chapter():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    hidden = nbformat.v4.new_code_cell("a100 = rl.gpu('A100')\nprose('x', 1)", metadata={"tags": ["remove-input"]})
+    nb.cells = [
+        nbformat.v4.new_code_cell("import roofline_lib as rl"),
+        hidden,
+        nbformat.v4.new_code_cell("%matplotlib inline\nprint(a100.name, len([1]))"),
+    ]
+    assert names_hidden_cells_lend(nb) == [(2, ["a100"])]
+    nb.cells[0].source += "\na100 = rl.gpu('A100')"  # defined visibly first: fine
+    assert names_hidden_cells_lend(nb) == []
+
+
 def _glue_to_eval():
     """tools/glue_to_eval.py, whose check_order says whether a value is quoted before it is set."""
     if "glue_to_eval" not in sys.modules:
