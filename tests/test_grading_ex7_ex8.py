@@ -168,3 +168,118 @@ def test_ex7_the_refusal_probes_are_the_ones_the_notebook_names():
     assert _judge_function("ex7-k", _zero_no_refusals, 3).status == "wrong"
     # stage 2 of the notebook's run by hand: 24.06e9 * (2 + 2/64 + 12/64) = 53.38 GB
     assert key.ref_zero_bytes_per_gpu(EX7_N, 64, 2, key.EX7_STATE) == pytest.approx(EX7_N * (2 + 14 / 64))
+
+
+# =========================================================================== exercise 8
+
+EX8_N = 12_037_652_480
+EX8_KV = 2 * 40 * 8 * 128 * 2  # K and V, 40 layers, 8 KV heads of 128, bf16: 163,840 bytes
+EX8_W = 2 * EX8_N  # bf16 weights: 24.08 GB
+EX8_CONTEXT = 2000 + 500
+
+
+def _ex8_decode(batch):
+    return max(2 * EX8_N * batch / 800e12, (EX8_W + batch * EX8_CONTEXT * EX8_KV) / 3.2e12)
+
+
+def test_ex8_the_config_is_the_model_cards_count():
+    # 40 * (2 * 5120 * 5120 + 2 * 5120 * 1024 + 3 * 5120 * 13824) + 2 * 100352 * 5120
+    assert 40 * (2 * 5120 * 5120 + 2 * 5120 * 1024 + 3 * 5120 * 13824) + 2 * 100352 * 5120 == EX8_N
+
+
+def test_ex8_the_references_worked_by_hand():
+    assert EX8_KV == 163_840 and _judge("ex8-a", kv_bytes_per_token=EX8_KV).status == "correct"
+    # (80e9 - 24.08e9) // 163,840 = 341,337 tokens; 2,500 tokens are 157 blocks of 16 = 2,512: 135 requests
+    assert (80e9 - EX8_W) // EX8_KV == 341_337 and 341_337 // 2512 == 135
+    assert [_judge("ex8-b", max_requests=r).status for r in (134, 135, 136)] == ["wrong", "correct", "wrong"]
+    # batch 64: (24.08e9 + 64 * 2500 * 163,840) / 3.2e12 = 15.7 ms; its compute, 1.9 ms
+    assert _ex8_decode(64) == pytest.approx(0.015716, rel=1e-4)
+    assert _judge("ex8-c", decode_step_seconds=_ex8_decode(64)).status == "correct"
+    assert _judge("ex8-d", decode_bound="memory").status == "correct"
+    # (0.020 * 3.2e12 - 24.08e9) // (2500 * 163,840) = 97: 19.94 ms; 98 would take 20.07 ms
+    assert _ex8_decode(97) <= 0.020 < _ex8_decode(98)
+    assert [_judge("ex8-e", max_batch=b).status for b in (96, 97, 98)] == ["wrong", "correct", "wrong"]
+    # a 2,000-token prefill: 2 * 12.04e9 * 2000 / 800e12 = 60.2 ms, compute-bound
+    assert _judge("ex8-f", ttft_seconds=2 * EX8_N * 2000 / 800e12).status == "correct"
+    # 80 decodes + c prompt tokens: 2 N (80 + c) / 800e12 <= 20 ms -> 80 + c <= 664.6 -> c = 584
+    assert _judge("ex8-i", max_chunk_tokens=584).status == "correct"
+    assert _judge("ex8-j", technique="C").status == "correct"
+    assert _judge("ex8-k", technique_reason=4).status == "correct"
+
+
+@pytest.mark.parametrize(
+    "part, name, value, hint",
+    [
+        ("ex8-a", "kv_bytes_per_token", EX8_KV * 40 // 8, "num_key_value_heads"),  # every query head cached
+        ("ex8-a", "kv_bytes_per_token", EX8_KV // 2, "a key and a value"),
+        ("ex8-b", "max_requests", 341_337 // 8192, "contiguous"),  # 41
+        ("ex8-b", "max_requests", int(80e9 // (EX8_KV * 2512)), "weights take their share"),  # 194
+        ("ex8-c", "decode_step_seconds", 2 * EX8_N * 64 / 800e12, "compute roof"),
+        ("ex8-c", "decode_step_seconds", EX8_W / 3.2e12, "KV caches are read too"),
+        ("ex8-c", "decode_step_seconds", 64 * EX8_W / 3.2e12, "once per step"),
+        ("ex8-e", "max_batch", 156, "weights are read every step"),  # 64e9 // 409.6e6
+        ("ex8-e", "max_batch", 135, "KV cache holds"),
+        ("ex8-f", "ttft_seconds", (EX8_W + 2000 * EX8_KV) / 3.2e12, "memory roof"),  # 7.6 ms
+        ("ex8-i", "max_chunk_tokens", 664, "80 decode tokens"),
+    ],
+    ids=["mha", "k-only", "contiguous", "no-weights", "compute", "weights-only", "per-seq", "tpot-no-weights",
+         "capacity", "ttft-memory", "chunk-alone"],
+)  # fmt: skip
+def test_ex8_each_known_slip_gets_its_hint_in_both_modes(part, name, value, hint):
+    verdict = _judge(part, **{name: value})
+    assert verdict.status == "wrong"
+    assert hint in verdict.submit and hint in verdict.practice
+    assert "high" not in verdict.submit and "low" not in verdict.submit
+
+
+def test_ex8_the_keys_step_is_within_a_few_percent_of_the_librarys_own_step_model():
+    # The library's decode step also counts the attention scores' FLOPs and reads one embedding
+    # row per token, not the whole table: 15.39 ms against the exercise's 15.72 ms at batch 64.
+    cfg = rl.TransformerConfig(d_model=5120, d_ff=13824, n_layers=40, n_heads=40, n_kv_heads=8, head_dim=128,
+                               vocab=100352)  # fmt: skip
+    server = rl.serving_server(cfg, rl.accelerator("Kestrel K4", {"bf16": 800e12}, 3.2e12, hbm_capacity_bytes=80e9))
+    assert rl.decode_step(server, 64, EX8_CONTEXT).seconds == pytest.approx(_ex8_decode(64), rel=0.03)
+    assert rl.prefill_step(server, 2000).seconds == pytest.approx(2 * EX8_N * 2000 / 800e12, rel=0.07)
+
+
+def _tpot(n_params, kv_bytes_per_token, batch, context_len, accelerator):
+    for value in (batch, context_len):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError("a whole number of at least 1")
+    if not accelerator["hbm_bytes_per_s"] > 0:
+        raise ValueError("no bandwidth")
+    flops, moved = 2 * n_params * batch, 2 * n_params + batch * context_len * kv_bytes_per_token
+    return max(flops / accelerator["bf16_flops_per_s"], moved / accelerator["hbm_bytes_per_s"])
+
+
+def _tpot_memory_only(n_params, kv, batch, context_len, accelerator):
+    _tpot(n_params, kv, batch, context_len, accelerator)  # the same refusals
+    return (2 * n_params + batch * context_len * kv) / accelerator["hbm_bytes_per_s"]  # no compute roof
+
+
+def _tpot_weights_per_sequence(n_params, kv, batch, context_len, accelerator):
+    _tpot(n_params, kv, batch, context_len, accelerator)
+    moved = batch * (2 * n_params + context_len * kv)
+    return max(2 * n_params * batch / accelerator["bf16_flops_per_s"], moved / accelerator["hbm_bytes_per_s"])
+
+
+def _tpot_no_refusals(n_params, kv, batch, context_len, accelerator):
+    flops, moved = 2 * n_params * batch, 2 * n_params + batch * context_len * kv
+    return max(flops / accelerator["bf16_flops_per_s"], moved / max(accelerator["hbm_bytes_per_s"], 1.0))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(
+    "fn, earned",
+    [
+        (_tpot, {"ex8-g", "ex8-h"}),
+        (_tpot_memory_only, set()),  # batch 1024 or 4096 probes are compute-bound
+        (_tpot_weights_per_sequence, set()),
+        (_tpot_no_refusals, {"ex8-g"}),
+        (lambda n, kv, b, c, acc: rl.decode_step(acc, b, c).seconds, set()),
+    ],
+    ids=["correct", "memory-only", "weights-per-sequence", "no-refusals", "wrapped-library"],
+)
+def test_ex8_tpot_seconds_is_earned_only_by_doing_the_work(fn, earned, seed):
+    got = {p for p in ("ex8-g", "ex8-h") if _judge_function(p, fn, seed).status == "correct"}
+    assert got == earned

@@ -36,7 +36,7 @@ def _value(name):
 
 # --------------------------------------------------------------------------- the scenarios, by the library
 
-EX1, EX2, EX3, EX4, EX5, EX6, EX7 = K.EX1, K.EX2, K.EX3, K.EX4, K.EX5, K.EX6, K.EX7
+EX1, EX2, EX3, EX4, EX5, EX6, EX7, EX8 = K.EX1, K.EX2, K.EX3, K.EX4, K.EX5, K.EX6, K.EX7, K.EX8
 
 
 def _ex1_roof(precision="fp32"):
@@ -174,6 +174,53 @@ def _ex7_plan(micro_batch):
     )
 
 
+def _ex8_model():
+    return rl.TransformerConfig(
+        d_model=EX8["hidden_size"],
+        d_ff=EX8["intermediate_size"],
+        n_layers=EX8["num_hidden_layers"],
+        n_heads=EX8["num_attention_heads"],
+        n_kv_heads=EX8["num_key_value_heads"],
+        head_dim=EX8["head_dim"],
+        vocab=EX8["vocab_size"],
+    )
+
+
+def _ex8_server():
+    k4 = rl.accelerator(
+        "Kestrel K4", {"bf16": EX8["bf16_flops_per_s"]}, EX8["hbm_bytes_per_s"], hbm_capacity_bytes=EX8["memory_bytes"]
+    )
+    return rl.serving_server(_ex8_model(), k4, bytes_per_param=EX8["bytes_per_param"])
+
+
+def _ex8_roof():
+    return rl.Roof(EX8["bf16_flops_per_s"], EX8["hbm_bytes_per_s"], "Kestrel K4 bf16")
+
+
+def _ex8_kv():
+    c = EX8
+    return rl.kv_cache_bytes_per_token(
+        c["num_hidden_layers"], c["num_key_value_heads"], c["head_dim"], c["kv_bytes_per_elem"]
+    )
+
+
+def _ex8_step(decodes, new_tokens=0):
+    """The exercise's step on the library's roof: 2N FLOP per token, the weights once, the decodes'
+    caches read at the full context and the new tokens' caches written."""
+    n, context = EX8["n_params"], EX8["prompt_len"] + EX8["output_len"]
+    flops = rl.gemm(1, n, 1).flops * (decodes + new_tokens)  # 2 FLOP per parameter per token
+    bytes_moved = n * EX8["bytes_per_param"] + (decodes * context + new_tokens) * _ex8_kv()
+    return flops, bytes_moved
+
+
+def _ex8_largest(fits, start):
+    """The largest whole count from ``start`` down that ``fits``."""
+    count = start
+    while not fits(count):
+        count -= 1
+    return count
+
+
 #: Each graded entry of the key, as the library answers it on the same scenario inputs.
 LIBRARY = {
     # ex1
@@ -241,6 +288,21 @@ LIBRARY = {
         for b in range(1, EX7["max_micro_batch"] + 1)
         if 3 * _ex7_gather().seconds <= _ex7_compute(b) and _ex7_memory(3, b) <= EX7["memory_bytes"]
     ),
+    # ex8
+    "kv_bytes_per_token": _ex8_kv,
+    # the library's server counts the norm gains too (0.8 MB of weights): the same whole requests
+    "max_requests": lambda: (
+        rl.kv_capacity(
+            _ex8_server(), EX8["prompt_len"], EX8["output_len"], allocation="paged", block_tokens=EX8["block_tokens"]
+        ).max_requests
+    ),
+    "decode_step_seconds": lambda: _ex8_roof().seconds(*_ex8_step(EX8["batch"])),
+    "decode_bound": lambda: _ex8_roof().bound(rl.OpCount(*_ex8_step(EX8["batch"])).intensity),
+    "max_batch": lambda: _ex8_largest(lambda b: _ex8_roof().seconds(*_ex8_step(b)) <= EX8["tpot_seconds"], 4096),
+    "ttft_seconds": lambda: _ex8_roof().seconds(*_ex8_step(0, EX8["prompt_len"])),
+    "max_chunk_tokens": lambda: _ex8_largest(
+        lambda c: _ex8_roof().seconds(*_ex8_step(EX8["running"], c)) <= EX8["tpot_seconds"], 4096
+    ),
 }
 
 
@@ -286,6 +348,21 @@ LETTERS = {
     "step_binding_roof": lambda: (
         "B" if _ex7_plan(1).binding == "dp" and _ex7_gather().binding == "node egress" else "?"
     ),
+    # C: on the library's own step model, a lone prefill breaks the TPOT, the decodes beside it are
+    # memory-bound, and a chunk of the key's size rides in a decode step within the objective
+    "technique": lambda: (
+        "C"
+        if rl.prefill_step(_ex8_server(), EX8["prompt_len"]).seconds > EX8["tpot_seconds"]
+        and rl.decode_step(_ex8_server(), EX8["running"], EX8["prompt_len"] + EX8["output_len"]).bound == "memory"
+        and rl.mixed_step(
+            _ex8_server(),
+            [EX8["prompt_len"] + EX8["output_len"]] * EX8["running"],
+            _value("max_chunk_tokens"),
+            last=False,
+        ).seconds
+        <= EX8["tpot_seconds"]
+        else "?"
+    ),
 }
 
 #: Questions about reading or reasoning that no library function answers, each with why.
@@ -299,10 +376,11 @@ CONCEPT_ONLY = {
     "copied_sweep_reason": "how to tell an impossible timing",
     "scaling_reason": "why 128 cards stop paying",
     "step_binding_reason": "why the NICs bind: the two phases of a collective across nodes",
+    "technique_reason": "why chunked prefill keeps the TPOT: decode leaves the compute roof idle",
 }
 
 #: The key's student functions and the library functions they stand for.
-FUNCTIONS = {"ceiling", "precision_sweep", "step_seconds", "zero_bytes_per_gpu"}
+FUNCTIONS = {"ceiling", "precision_sweep", "step_seconds", "zero_bytes_per_gpu", "tpot_seconds"}
 
 
 def _raises(fn) -> bool:
@@ -322,7 +400,7 @@ def test_every_key_reference_has_a_library_counterpart():
         f"key entries without a counterpart: {sorted(set(REFERENCES) - covered)}; "
         f"counterparts of no key entry: {sorted(covered - set(REFERENCES))}"
     )
-    assert len(REFERENCES) == 59  # every graded entry of the seven exercises (a function counts once)
+    assert len(REFERENCES) == 69  # every graded entry of the eight exercises (a function counts once)
 
 
 @pytest.mark.parametrize("name", sorted(LIBRARY))
@@ -398,6 +476,16 @@ def _library_zero(n_params, dp, stage, state):
     )
 
 
+def _library_tpot(n_params, kv_bytes_per_token, batch, context_len, accelerator):
+    """The exercise's decode step on the library's roof (its Server needs a registry GPU's memory)."""
+    for value, name in ((batch, "batch"), (context_len, "context_len")):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number of at least 1")
+    roof = rl.Roof(accelerator["bf16_flops_per_s"], accelerator["hbm_bytes_per_s"], "probe")  # refuses 0 B/s
+    flops = rl.training_flops_per_token(n_params, convention="6N") / 3 * batch  # the forward's 2N per token
+    return roof.seconds(flops, n_params * 2 + batch * context_len * kv_bytes_per_token)
+
+
 @pytest.mark.parametrize("seed", [K.PRACTICE_SEED, 1, 2])
 def test_the_keys_functions_agree_with_the_library_on_their_probes(seed):
     checked = 0
@@ -407,6 +495,7 @@ def test_the_keys_functions_agree_with_the_library_on_their_probes(seed):
         ("ex5-b", K.ref_sweep, _library_sweep),
         ("ex6-h", K.ref_step_seconds, _library_step),
         ("ex7-k", K.ref_zero_bytes_per_gpu, _library_zero),
+        ("ex8-h", K.ref_tpot_seconds, _library_tpot),
     ):
         for probe in _probes(part_key, seed):
             if probe.kind == "refuse":
@@ -424,7 +513,7 @@ def test_the_keys_functions_agree_with_the_library_on_their_probes(seed):
             else:
                 assert got == pytest.approx(want, rel=1e-9), probe.id
             checked += 1
-    assert checked >= 22  # 5 ceilings, 4 + 4 sweeps, 5 steps, 10 ZeRO states, and their refusals
+    assert checked >= 26  # 5 ceilings, 4 + 4 sweeps, 5 steps, 10 ZeRO states, 4 decode steps, refusals
 
 
 def test_the_keys_sweep_decides_the_bound_as_the_library_does_on_either_side_of_the_ridge():

@@ -89,6 +89,7 @@ EXERCISES: dict[str, Exercise] = {
         Exercise("ex5", "ex5_precision_sweep", "A precision sweep from a datasheet"),
         Exercise("ex6", "ex6_allreduce_overlap", "The gradient all-reduce and its overlap"),
         Exercise("ex7", "ex7_zero_layout", "A layout that fits and hides its comms"),
+        Exercise("ex8", "ex8_serving_slo", "A deployment that meets its SLO"),
     )
 }
 
@@ -169,6 +170,29 @@ EX7_STATE = {"weights": 2, "gradients": 2, "optimizer": 4 + 4 + 4}
 #: Korthikanti et al.'s bytes per token per unit of width one GPT layer keeps (bf16), scores left out
 #: (selective recompute), and the scores' term per a s / h.
 EX7_ACT_LINEAR, EX7_ACT_SCORES = 34, 5
+
+EX8 = dict(
+    hidden_size=5120,
+    num_hidden_layers=40,
+    intermediate_size=13824,
+    num_attention_heads=40,
+    num_key_value_heads=8,
+    head_dim=128,
+    vocab_size=100352,
+    n_params=12_037_652_480,  # the config's weight matrices, as its model card prints them
+    bytes_per_param=2,  # bf16 weights
+    kv_bytes_per_elem=2,  # bf16 KV cache
+    bf16_flops_per_s=800e12,
+    hbm_bytes_per_s=3.2e12,
+    memory_bytes=80e9,  # "Kestrel K4"
+    prompt_len=2000,
+    output_len=500,
+    block_tokens=16,
+    max_seq_len=8192,  # what a contiguous allocator reserves per request
+    batch=64,
+    tpot_seconds=0.020,  # the objective, per output token
+    running=80,  # requests decoding while a prompt is chunked in
+)
 
 #: The share of a step's compute under which a gradient all-reduce can run: the backward pass,
 #: 4 N of the 6 N FLOPs per token.
@@ -358,6 +382,105 @@ def _ex7_micro_batch():
         if _ex7_hidden(b) and _ex7_fits(3, b):
             return b
     raise AssertionError("no micro-batch both fits and hides")  # pragma: no cover - the scenario has one
+
+
+def _ex8_kv_bytes_per_token(heads=None, tensors=2):
+    """K and V (``tensors``), per layer, per KV head, head_dim wide, at the cache's width."""
+    c = EX8
+    kv = c["num_key_value_heads"] if heads is None else heads
+    return tensors * c["num_hidden_layers"] * kv * c["head_dim"] * c["kv_bytes_per_elem"]
+
+
+def _ex8_weight_bytes():
+    return EX8["n_params"] * EX8["bytes_per_param"]
+
+
+def _ex8_max_requests(reserved=None):
+    """Requests whose KV caches fit beside the weights: whole blocks (paged) or ``reserved`` tokens each."""
+    c = EX8
+    tokens = int((c["memory_bytes"] - _ex8_weight_bytes()) // _ex8_kv_bytes_per_token())
+    used = c["prompt_len"] + c["output_len"]
+    per_request = math.ceil(used / c["block_tokens"]) * c["block_tokens"] if reserved is None else reserved
+    return tokens // per_request
+
+
+def ref_tpot_seconds(n_params, kv_bytes_per_token, batch, context_len, accelerator):
+    """EX8's function: one decode step at the roof (2N FLOP per token; weights plus KV read), or ValueError."""
+
+    def positive(x, name, *, zero=False):
+        if (
+            isinstance(x, bool)
+            or not isinstance(x, (int, float))
+            or not math.isfinite(x)
+            or x < 0
+            or (x == 0 and not zero)
+        ):
+            raise ValueError(f"{name} must be positive")
+        return float(x)
+
+    n = positive(n_params, "n_params")
+    kv = positive(kv_bytes_per_token, "kv_bytes_per_token", zero=True)
+    for value, name in ((batch, "batch"), (context_len, "context_len")):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number of at least 1")
+    peak = positive(accelerator["bf16_flops_per_s"], "bf16_flops_per_s")
+    bw = positive(accelerator["hbm_bytes_per_s"], "hbm_bytes_per_s")
+    flops = 2 * n * batch
+    bytes_moved = 2 * n + batch * context_len * kv  # bf16 weights once, every sequence's cache
+    return max(flops / peak, bytes_moved / bw)
+
+
+def _ex8_accelerator():
+    return {"bf16_flops_per_s": EX8["bf16_flops_per_s"], "hbm_bytes_per_s": EX8["hbm_bytes_per_s"]}
+
+
+def _ex8_context():
+    return EX8["prompt_len"] + EX8["output_len"]  # sized for the last token: every cache at its full length
+
+
+def _ex8_decode_seconds(batch):
+    return ref_tpot_seconds(EX8["n_params"], _ex8_kv_bytes_per_token(), batch, _ex8_context(), _ex8_accelerator())
+
+
+def _ex8_decode_bound(batch):
+    c = EX8
+    bytes_moved = _ex8_weight_bytes() + batch * _ex8_context() * _ex8_kv_bytes_per_token()
+    intensity = 2 * c["n_params"] * batch / bytes_moved
+    return "memory" if intensity < c["bf16_flops_per_s"] / c["hbm_bytes_per_s"] else "compute"
+
+
+def _ex8_max_batch(*, weights=True):
+    """The largest batch whose decode step meets the TPOT objective at the full context."""
+    c = EX8
+    budget = c["tpot_seconds"] * c["hbm_bytes_per_s"] - (_ex8_weight_bytes() if weights else 0)
+    batch = int(budget // (_ex8_context() * _ex8_kv_bytes_per_token()))
+    while weights and batch > 0 and _ex8_decode_seconds(batch) > c["tpot_seconds"]:  # the compute roof, if it binds
+        batch -= 1
+    return batch
+
+
+def _ex8_ttft(*, roof="max"):
+    c = EX8
+    compute = 2 * c["n_params"] * c["prompt_len"] / c["bf16_flops_per_s"]
+    memory = (_ex8_weight_bytes() + c["prompt_len"] * _ex8_kv_bytes_per_token()) / c["hbm_bytes_per_s"]
+    return {"max": max(compute, memory), "memory": memory}[roof]
+
+
+def _ex8_max_chunk(running=None):
+    """The most prompt tokens one step can add beside ``running`` decodes and still meet the TPOT."""
+    c = EX8
+    b = c["running"] if running is None else running
+    kv = _ex8_kv_bytes_per_token()
+
+    def seconds(chunk):
+        flops = 2 * c["n_params"] * (b + chunk)
+        bytes_moved = _ex8_weight_bytes() + b * _ex8_context() * kv + chunk * kv  # the chunk writes its cache
+        return max(flops / c["bf16_flops_per_s"], bytes_moved / c["hbm_bytes_per_s"])
+
+    chunk = int(c["tpot_seconds"] * c["bf16_flops_per_s"] // (2 * c["n_params"])) - b
+    while chunk > 0 and seconds(chunk) > c["tpot_seconds"]:
+        chunk -= 1
+    return chunk
 
 
 def _check_datasheet(datasheet):
@@ -804,6 +927,28 @@ def _zero_probes(rng, *, refuse: bool):
         probes.append(Probe("r1", "zero_bytes_per_gpu", (base[0], 0, base[2], base[3]), "refuse"))
         probes.append(Probe("r2", "zero_bytes_per_gpu", (base[0], rng.choice([2.5, 7.5]), base[2], base[3]), "refuse"))
         probes.append(Probe("r3", "zero_bytes_per_gpu", (-base[0], base[1], base[2], base[3]), "refuse"))
+    return probes
+
+
+def _tpot_probes(rng, *, refuse: bool):
+    probes = []
+    for i, batch in enumerate([1, rng.choice([8, 16, 32]), rng.choice([64, 128, 256]), rng.choice([1024, 4096])]):
+        large = i == 3  # a large batch of short contexts on a low ridge: compute-bound, whatever is drawn
+        accelerator = {
+            "bf16_flops_per_s": round(rng.uniform(100, 400 if large else 2500), 1) * 1e12,
+            "hbm_bytes_per_s": round(rng.uniform(2.0 if large else 0.8, 8.0), 2) * 1e12,
+        }
+        n_params = rng.choice([8e9, 12e9, 70e9] if large else [1.3e9, 8e9, 12e9, 70e9]) * rng.uniform(0.9, 1.1)
+        kv = 32768 if large else rng.choice([2, 4, 8]) * 1024 * rng.choice([16, 40, 80])  # bytes per token
+        context = rng.choice([64, 128]) if large else rng.choice([128, 2048, 8192, 32768])
+        args = (n_params, kv, batch, context, accelerator)
+        probes.append(Probe(f"v{i}", "tpot_seconds", args, "valid"))
+    if refuse:
+        n, kv, batch, ctx, acc = probes[1].args
+        probes.append(Probe("r0", "tpot_seconds", (n, kv, 0, ctx, acc), "refuse"))
+        probes.append(Probe("r1", "tpot_seconds", (n, kv, batch + 0.5, ctx, acc), "refuse"))
+        probes.append(Probe("r2", "tpot_seconds", (n, kv, batch, -ctx, acc), "refuse"))
+        probes.append(Probe("r3", "tpot_seconds", (n, kv, batch, ctx, {**acc, "hbm_bytes_per_s": 0.0}), "refuse"))
     return probes
 
 
@@ -1560,6 +1705,157 @@ _PART_LIST += [
         3,
         (1, 2, 3, 4),
         _HIERARCHY,
+    ),
+]
+
+_DECODE = (
+    "A decode step reads every weight once for the whole batch, and each sequence's KV cache; it "
+    "computes 2 FLOP per parameter per sequence. Its time is the longer of its two roofs."
+)
+_KV = "Each token keeps a key and a value per layer for each key-value head, head_dim wide."
+
+_PART_LIST += [
+    _asks(
+        "ex8-a",
+        "KV cache per token",
+        number,
+        "kv_bytes_per_token",
+        _ex8_kv_bytes_per_token,
+        "bytes",
+        _KV,
+        traps=[
+            (
+                lambda: _ex8_kv_bytes_per_token(heads=EX8["num_attention_heads"]),
+                "with grouped-query attention only num_key_value_heads heads are cached.",
+            ),
+            (lambda: _ex8_kv_bytes_per_token(tensors=1), "a token keeps a key and a value."),
+        ],
+    ),
+    _asks(
+        "ex8-b",
+        "concurrent requests, paged",
+        number,
+        "max_requests",
+        _ex8_max_requests,
+        "requests",
+        "The cache gets the memory the weights leave; a paged request holds whole blocks, and a part "
+        "of a request holds nothing.",
+        rel_tol=1e-9,
+        traps=[
+            (
+                lambda: _ex8_max_requests(reserved=EX8["max_seq_len"]),
+                "that is a contiguous allocator reserving max_seq_len per request; pages hold what is used.",
+            ),
+            (
+                lambda: (EX8["memory_bytes"] - _ex8_weight_bytes()) / _ex8_kv_bytes_per_token() / _ex8_context(),
+                "round down to whole requests of whole blocks.",
+            ),
+            (
+                lambda: EX8["memory_bytes"] // (_ex8_kv_bytes_per_token() * 2512),
+                "the weights take their share of the memory first.",
+            ),
+        ],
+    ),
+    _asks(
+        "ex8-c",
+        "a decode step at batch 64",
+        number,
+        "decode_step_seconds",
+        lambda: _ex8_decode_seconds(EX8["batch"]),
+        "seconds",
+        _DECODE,
+        traps=[
+            (
+                lambda: 2 * EX8["n_params"] * EX8["batch"] / EX8["bf16_flops_per_s"],
+                "that is the compute roof; decode at this batch is far left of the ridge.",
+            ),
+            (lambda: _ex8_weight_bytes() / EX8["hbm_bytes_per_s"], "the KV caches are read too."),
+            (
+                lambda: EX8["batch"] * _ex8_weight_bytes() / EX8["hbm_bytes_per_s"],
+                "the weights are read once per step for the whole batch, not once per sequence.",
+            ),
+        ],
+    ),
+    _asks(
+        "ex8-d",
+        "its bound",
+        choice,
+        "decode_bound",
+        lambda: _ex8_decode_bound(EX8["batch"]),
+        ("memory", "compute"),
+        "Compare the step's FLOPs per byte with the ridge.",
+    ),
+    _asks(
+        "ex8-e",
+        "the largest batch within the TPOT",
+        number,
+        "max_batch",
+        _ex8_max_batch,
+        "sequences",
+        _DECODE + " Round down: a batch is whole sequences.",
+        rel_tol=1e-9,
+        traps=[
+            (lambda: _ex8_max_batch(weights=False), "the weights are read every step too."),
+            (_ex8_max_requests, "that is what the KV cache holds; the objective binds first."),
+        ],
+    ),
+    _asks(
+        "ex8-f",
+        "TTFT of a prompt alone",
+        number,
+        "ttft_seconds",
+        _ex8_ttft,
+        "seconds",
+        "A prefill computes 2 FLOP per parameter per prompt token in one step; its time is the longer "
+        "of its two roofs.",
+        traps=[(lambda: _ex8_ttft(roof="memory"), "that is the memory roof; a long prompt is compute-bound.")],
+    ),
+    *(
+        _function_part(
+            key, title, "tpot_seconds", ref_tpot_seconds, _tpot_probes, refuse, concept, units={"result": "seconds"}
+        )
+        for key, title, refuse, concept in (
+            ("ex8-g", "write tpot_seconds()", False, _DECODE),
+            (
+                "ex8-h",
+                "tpot_seconds() refuses what has no answer",
+                True,
+                "A step needs a whole batch of at least one sequence, a context of at least one token and "
+                "a memory that moves bytes.",
+            ),
+        )
+    ),
+    _asks(
+        "ex8-i",
+        "the largest prefill chunk beside 80 decodes",
+        number,
+        "max_chunk_tokens",
+        _ex8_max_chunk,
+        "tokens",
+        "A mixed step computes 2 FLOP per parameter for every token in it, decode or prompt, and "
+        "reads the weights once.",
+        rel_tol=0.004,
+        traps=[
+            (lambda: _ex8_max_chunk(running=0), "the 80 decode tokens share the step's compute with the chunk."),
+        ],
+    ),
+    _asks(
+        "ex8-j",
+        "the technique that keeps the TPOT",
+        choice,
+        "technique",
+        "C",
+        ("A", "B", "C", "D"),
+        "What does a running request wait for while a whole prompt is prefilled?",
+    ),
+    _asks(
+        "ex8-k",
+        "why",
+        choice,
+        "technique_reason",
+        4,
+        (1, 2, 3, 4),
+        "Compare the roofs a decode step and a prefill use.",
     ),
 ]
 
