@@ -52,21 +52,21 @@ from .inference import __all__ as _inference_all
 from .interconnect import *  # noqa: F401,F403
 from .interconnect import __all__ as _interconnect_all
 from .ops import *  # noqa: F401,F403
+from .ops import __all__ as _ops_all
 from .parallel import *  # noqa: F401,F403
 from .parallel import __all__ as _parallel_all
 from .published_runs import *  # noqa: F401,F403
 from .published_runs import __all__ as _published_runs_all
-from .ops import __all__ as _ops_all
 from .roofline import *  # noqa: F401,F403
 from .roofline import __all__ as _roofline_all
 from .scheduler import *  # noqa: F401,F403
 from .scheduler import __all__ as _scheduler_all
 from .serving import *  # noqa: F401,F403
 from .serving import __all__ as _serving_all
-from .training import *  # noqa: F401,F403
-from .training import __all__ as _training_all
 from .train_memory import *  # noqa: F401,F403
 from .train_memory import __all__ as _train_memory_all
+from .training import *  # noqa: F401,F403
+from .training import __all__ as _training_all
 from .transformer import *  # noqa: F401,F403
 from .transformer import __all__ as _transformer_all
 
