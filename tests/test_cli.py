@@ -55,6 +55,7 @@ def test_gpus_table(capsys):
         "h100-sxm",
         "h100-pcie",
         "h200",
+        "h800",
         "b200",
         "l4",
         "v100-sxm2-32gb",

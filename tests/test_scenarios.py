@@ -15,7 +15,7 @@ import pytest
 
 import roofline_lib as rl
 from roofline_lib import scenarios as sc
-from roofline_lib import widgets
+from roofline_lib import widgets, widgets_parallel
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "notebooks"
@@ -136,9 +136,10 @@ def test_chapters_one_to_four_import_the_scenarios(stem):
 
 
 def _explorer_calls(code: str) -> list[str]:
-    """The text of every ``widgets.<name>_explorer(...)`` call in ``code``, brackets balanced."""
+    """The text of every ``widgets.<name>_explorer(...)`` call in ``code`` (or of ``widgets_parallel``,
+    chapter 9's module), brackets balanced."""
     calls = []
-    for m in re.finditer(r"widgets\.[a-z_]+_explorer\(", code):
+    for m in re.finditer(r"widgets(?:_parallel)?\.[a-z_]+_explorer\(", code):
         depth, i = 0, m.end() - 1
         for i in range(m.end() - 1, len(code)):
             depth += {"(": 1, ")": -1}.get(code[i], 0)
@@ -153,7 +154,7 @@ def _site_markup(stem: str, names: dict) -> dict[str, str]:
     calls = _explorer_calls(_code(_chapter(stem)))
     assert len(calls) == 1, f"{stem}: expected one explorer call, found {calls}"
     explorer = eval(
-        calls[0], {"widgets": widgets, "sc": sc, "rl": rl, **names}
+        calls[0], {"widgets": widgets, "widgets_parallel": widgets_parallel, "sc": sc, "rl": rl, **names}
     )  # the chapter's own call, as it runs there
     return explorer.site_attributes
 
