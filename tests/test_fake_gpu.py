@@ -165,6 +165,14 @@ def _notebooks() -> list[str]:
     os.environ.get("ROOFLINE_FAKE_GPU_NOTEBOOKS") != "1",
     reason="runs every chapter on the fake GPU (about a minute): `make fake-gpu`",
 )
+def _first_failure(out: str, size: int = 5000) -> str:
+    """The first failing cell's report and the summary: a cascade of NameErrors after one failed
+    cell fills the tail of the output, and the cell that failed first is what to read."""
+    start = out.find("\n____")
+    head = out[start : start + size] if start >= 0 else out[:size]
+    return head + "\n...\n" + out[-1500:]
+
+
 def test_every_chapter_passes_on_a_fake_h200(tmp_path):
     log = tmp_path / "fake-gpu.jsonl"
     notebooks = _notebooks()
@@ -192,7 +200,7 @@ def test_every_chapter_passes_on_a_fake_h200(tmp_path):
         timeout=900,
         check=False,
     )
-    assert done.returncode == 0, done.stdout[-6000:]
+    assert done.returncode == 0, _first_failure(done.stdout)
     events = fake_cuda.read_log(log)
     kernels = {e["pid"] for e in events if e["event"] == "installed"} - {None}
     assert len(kernels) >= len(notebooks)  # the fake was live in every notebook's kernel (and in pytest)
