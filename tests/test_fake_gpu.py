@@ -161,10 +161,6 @@ def _notebooks() -> list[str]:
     return [str(p.relative_to(ROOT)) for d in NOTEBOOK_DIRS for p in sorted((ROOT / d).glob("*.md"))]
 
 
-@pytest.mark.skipif(
-    os.environ.get("ROOFLINE_FAKE_GPU_NOTEBOOKS") != "1",
-    reason="runs every chapter on the fake GPU (about a minute): `make fake-gpu`",
-)
 def _first_failure(out: str, size: int = 5000) -> str:
     """The first failing cell's report and the summary: a cascade of NameErrors after one failed
     cell fills the tail of the output, and the cell that failed first is what to read."""
@@ -173,6 +169,10 @@ def _first_failure(out: str, size: int = 5000) -> str:
     return head + "\n...\n" + out[-1500:]
 
 
+@pytest.mark.skipif(
+    os.environ.get("ROOFLINE_FAKE_GPU_NOTEBOOKS") != "1",
+    reason="runs every chapter on the fake GPU (about a minute): `make fake-gpu`",
+)
 def test_every_chapter_passes_on_a_fake_h200(tmp_path):
     log = tmp_path / "fake-gpu.jsonl"
     notebooks = _notebooks()
