@@ -322,6 +322,7 @@ def _draw(plan: _Plan, ax, *, legend_outside: bool) -> None:
                     fontsize=8,
                     color=roof.color,
                 )
+    labels = []
     for p in plan.points:
         filled = p.kind == "measured"
         ax.plot(
@@ -336,13 +337,15 @@ def _draw(plan: _Plan, ax, *, legend_outside: bool) -> None:
         )
         # Labels of points in the right third of the axis go to their left, away from the legend.
         right = np.log(p.intensity / lo) > (2 / 3) * np.log(hi / lo)
-        ax.annotate(
-            p.label,
-            (p.intensity, p.flops_per_s / _TERA),
-            xytext=(-6 if right else 6, -11 if filled else 4),
-            textcoords="offset points",
-            fontsize=8,
-            ha="right" if right else "left",
+        labels.append(
+            ax.annotate(
+                p.label,
+                (p.intensity, p.flops_per_s / _TERA),
+                xytext=(-6 if right else 6, -11 if filled else 4),
+                textcoords="offset points",
+                fontsize=8,
+                ha="right" if right else "left",
+            )
         )
         y_values.append(p.flops_per_s)
     ax.set_xscale("log")
@@ -367,6 +370,42 @@ def _draw(plan: _Plan, ax, *, legend_outside: bool) -> None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     else:
         ax.legend(fontsize=8)
+    _untangle(ax, labels)
+
+
+def _untangle(ax, labels) -> None:
+    """Move a point's label that would overlap an earlier one: below its point, then to its other side.
+
+    Two points close together on the roof (decode at batch 256 and a prefill, just either side of
+    a ridge) had their labels drawn over each other. The labels are measured where the laid-out
+    figure puts them, and each takes the first place, of four around its point, clear of those
+    placed before it (the last one if none is).
+    """
+    if len(labels) < 2:
+        return
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.transforms import Bbox
+
+    fig = ax.figure
+    if not hasattr(fig.canvas, "get_renderer"):
+        FigureCanvasAgg(fig)
+    fig.draw_without_rendering()  # apply the layout, so the extents are where the text will be
+    renderer = fig.canvas.get_renderer()
+    half = 5 * fig.dpi / 72  # a marker of 7 points, and a little room
+    placed = []
+    for label in labels:  # every point's marker, so no label is drawn over another point
+        x, y = ax.transData.transform(label.xy)
+        placed.append(Bbox.from_extents(x - half, y - half, x + half, y + half))
+    for label in labels:
+        dx, dy = label.xyann
+        side = label.get_ha()
+        other = "left" if side == "right" else "right"
+        for xy, ha in (((dx, dy), side), ((dx, -11), side), ((-dx, dy), other), ((-dx, -11), other)):
+            label.xyann, label._horizontalalignment = xy, ha
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(b) for b in placed):
+                break
+        placed.append(label.get_window_extent(renderer))
 
 
 def _plot_defaults() -> dict:

@@ -205,3 +205,31 @@ def test_ridge_by_precision_needs_a_gpu():
 
     with pytest.raises(ValueError, match="gpus must name at least one"):
         plots.plot_ridge_by_precision([])
+
+
+def test_labels_of_points_close_together_are_drawn_apart():
+    # chapter 4's figure: decode at batch 256 (intensity 228) and a 2,048-token prefill (1,024)
+    # sit either side of the H100's bf16 ridge (295); their labels were drawn over each other
+    from matplotlib.transforms import Bbox
+
+    h100 = rl.gpu("H100")
+    points = [
+        plots.Point(label, i, rl.attainable_flops_per_s(i, h100))
+        for label, i in (("decode, batch 256", 228.0), ("prefill, 2048 tokens", 1024.0), ("decode, batch 16", 16.0))
+    ]
+    fig = plots.plot_roofline(gpus="H100", precisions="bf16", points=points, intensity_range=(0.25, 32768))
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not hasattr(fig.canvas, "get_renderer"):
+        FigureCanvasAgg(fig)
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts if t.get_text() in {p.label for p in points}]
+    assert len(boxes) == 3
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+    half = 3.5 * fig.dpi / 72  # half a 7-point marker
+    for p in points:
+        x, y = ax.transData.transform((p.intensity, p.flops_per_s / 1e12))
+        marker = Bbox.from_extents(x - half, y - half, x + half, y + half)
+        assert not any(marker.overlaps(b) for b in boxes), p.label
