@@ -7,33 +7,15 @@ fails here. No kernel starts: the judges are called as the grader calls them.
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
 
+# the judges as the grader calls them: one set of helpers, shared with test_grading
+from test_grading import _judge, _judge_function  # noqa: E402
+
 import roofline_lib as rl
-from roofline_lib import observer
 from roofline_lib.grading import key
-
-
-def _entries(**values) -> dict:
-    return {"part": "?", "entries": {k: observer.encode(v) for k, v in values.items()}, "calls": {}}
-
-
-def _judge(part: str, **values) -> key.Verdict:
-    spec = key.PARTS[part]
-    return key.judge(spec, _entries(**values), key.draw_probes(spec, random.Random(0)))
-
-
-def _judge_function(part: str, fn, seed: int) -> key.Verdict:
-    """Observe ``fn`` the way the kernel does (on the plan's inputs), judge as the grader does."""
-    spec = key.PARTS[part]
-    probes = key.draw_probes(spec, random.Random(seed))
-    plan = key.plan_of(spec, probes)
-    observation = observer.observe(part, {spec.names[0]: fn}, plan["names"], plan.get("probes"))
-    return key.judge(spec, json.loads(json.dumps(observation)), probes)
-
 
 # =========================================================================== exercise 7
 
