@@ -451,6 +451,35 @@ def test_math_is_typeset_by_the_vendored_mathjax(tour):
     assert not v.problems, "\n".join(v.problems)
 
 
+AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"  # vendored, test-only (its README says whence)
+COURSE_PAGES = ("notebooks/", "exercises/", "book/")  # the course's own content, not search or the index
+# axe.run starts on a timer, so the pages run it side by side; AXE_RESULT waits for each page's result
+AXE_START = """() => { window.rooflineAxe = new Promise(done => setTimeout(() => done(axe.run(
+    document.querySelector('.bd-article') || document, {resultTypes: ['violations']})), 0)); }"""
+AXE_RESULT = """async () => (await window.rooflineAxe).violations
+    .filter(v => v.impact === 'critical' || v.impact === 'serious')
+    .map(v => ({id: v.id, impact: v.impact, count: v.nodes.length,
+                targets: v.nodes.slice(0, 3).map(n => n.target.join(' '))}))"""
+
+
+def test_course_pages_have_no_critical_or_serious_axe_violations(tour):
+    """axe-core on the article of every chapter, exercise and book page (the theme's chrome is not
+    the course's): no violation of impact critical or serious. One run per page, on the tour's
+    already open pages (about 15 s for the 22 pages)."""
+    checked = [path for path in tour if path.startswith(COURSE_PAGES)]
+    for path in checked:
+        tour[path].page.add_script_tag(path=str(AXE))
+        tour[path].page.evaluate(AXE_START)
+    failures = [
+        f"{path}: {f['id']} ({f['impact']}, {f['count']} nodes): {'; '.join(f['targets'])}"
+        for path in checked
+        for f in tour[path].page.evaluate(AXE_RESULT)
+    ]
+    assert {"book/glossary.html", "book/references.html", "book/hardware.html", "book/index.html"} <= set(checked)
+    assert sum(p.startswith("notebooks/") for p in checked) >= 10 and any(p.startswith("exercises/") for p in checked)
+    assert not failures, "\n".join(failures)
+
+
 def _sig3_close(shown: str, expected: float) -> bool:
     """Does a readout printed to 3 significant digits agree with the library's value?"""
     value = float(shown.replace(",", ""))

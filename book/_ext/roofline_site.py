@@ -20,6 +20,10 @@
   pybtex's alpha labels, without the braces that protect a corporate author's name in BibTeX
   (``{{PCI-SIG}}`` gave the label ``[{PCI-SIG}17]``; it is now ``[PCI-SIG17]``).
 
+* It writes each bibliography entry as ``role="listitem"`` of its ``role="list"`` (docutils writes
+  ``doc-biblioentry``, a role DPUB-ARIA 1.1 deprecates and that axe-core does not count as a list's
+  item: a critical ``aria-required-children`` violation on the References page).
+
 * On ``doctree-read`` it adds a page's glossary terms and bibliography entries to the anchors
   MyST resolves ``[text](page.md#id)`` links against, so the chapters' plain-Markdown links to
   them (the form JupyterLab can follow too) land on the entry and are checked by the strict build.
@@ -142,8 +146,24 @@ def register_link_targets(app, doctree) -> None:
         app.env.metadata[app.env.docname].setdefault("myst_slugs", {}).update(found)
 
 
+def visit_citation(self, node) -> None:
+    """docutils' own visit, with the entry a ``listitem`` of the list it opens around the entries."""
+    if not isinstance(node.previous_sibling(), type(node)):
+        self.body.append('<div role="list" class="citation-list">\n')
+    self.body.append(self.starttag(node, "div", classes=[node.tagname], role="listitem"))
+
+
+def depart_citation(self, node) -> None:
+    self.body.append("</div>\n")
+    if not isinstance(node.next_node(descend=False, siblings=True), type(node)):
+        self.body.append("</div>\n")  # closes the list after the last entry
+
+
 def setup(app):
     _register_bibliography_style()
+    from docutils import nodes
+
+    app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
     app.connect("doctree-read", register_link_targets)
     app.connect("config-inited", theme_options)
     app.connect("builder-inited", write_registry)
