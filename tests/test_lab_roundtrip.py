@@ -63,3 +63,13 @@ def test_the_check_sees_a_hand_written_caption(roundtrip, tmp_path):
 def test_a_missing_file_is_named(roundtrip, tmp_path):
     with pytest.raises(FileNotFoundError, match="path must be a notebook file"):
         roundtrip.saved_form(tmp_path / "nope.md")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS)
+def test_a_plain_jupytext_write_changes_nothing(path):
+    # jupytext without jupytext.toml (the command line, a script, another editor) must agree with
+    # JupyterLab's save: it added jupytext_version to every header and dropped a mystnb header
+    import jupytext
+
+    text = (ROOT / path).read_text(encoding="utf-8")
+    assert jupytext.writes(jupytext.reads(text, fmt="md:myst"), fmt="md:myst") == text, path

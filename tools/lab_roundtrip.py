@@ -8,8 +8,9 @@ JupyterLab reads and writes the ``.md`` notebooks through jupytext's contents ma
 settings in ``jupytext.toml``. Whatever that writer does not reproduce byte for byte shows up as a
 diff the first time a reader presses Ctrl+S on a chapter they never edited. Two things caused it:
 
-* header metadata the writer does not keep (``mystnb``) or adds (``jupytext_version``): handled
-  by ``notebook_metadata_filter`` in ``jupytext.toml``;
+* header metadata the writer does not keep or adds: the headers hold exactly what jupytext
+  writes by default (its version, the kernelspec, no other notebook metadata), so a save through
+  JupyterLab and a plain ``jupytext`` write agree;
 * figure metadata written by hand in YAML block style: the writer dumps YAML its own way, and a
   multi-line ``caption: |-`` came back as a quoted string with blank lines in it.
 
