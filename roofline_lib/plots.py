@@ -401,7 +401,8 @@ def _untangle(ax, labels) -> None:
         side = label.get_ha()
         other = "left" if side == "right" else "right"
         for xy, ha in (((dx, dy), side), ((dx, -11), side), ((-dx, dy), other), ((-dx, -11), other)):
-            label.xyann, label._horizontalalignment = xy, ha
+            label.xyann = xy
+            label.set_horizontalalignment(ha)
             box = label.get_window_extent(renderer)
             if not any(box.overlaps(b) for b in placed):
                 break

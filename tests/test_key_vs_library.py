@@ -51,16 +51,21 @@ def _ex2_roof(chip):
     return rl.Roof(EX2[f"{chip}_bf16"], EX2[f"{chip}_hbm"], f"chip {chip.upper()}")
 
 
-def _ex3_model():
+def _config_of(scenario):
+    """The TransformerConfig of an exercise's config table (its config.json keys)."""
     return rl.TransformerConfig(
-        d_model=EX3["hidden_size"],
-        d_ff=EX3["intermediate_size"],
-        n_layers=EX3["num_hidden_layers"],
-        n_heads=EX3["num_attention_heads"],
-        n_kv_heads=EX3["num_key_value_heads"],
-        head_dim=EX3["head_dim"],
-        vocab=EX3["vocab_size"],
+        d_model=scenario["hidden_size"],
+        d_ff=scenario["intermediate_size"],
+        n_layers=scenario["num_hidden_layers"],
+        n_heads=scenario["num_attention_heads"],
+        n_kv_heads=scenario["num_key_value_heads"],
+        head_dim=scenario["head_dim"],
+        vocab=scenario["vocab_size"],
     )
+
+
+def _ex3_model():
+    return _config_of(EX3)
 
 
 def _ex3_n():
@@ -109,15 +114,7 @@ def _ex6_step(n, tokens_per_gpu):
 
 
 def _ex7_model():
-    return rl.TransformerConfig(
-        d_model=EX7["hidden_size"],
-        d_ff=EX7["intermediate_size"],
-        n_layers=EX7["num_hidden_layers"],
-        n_heads=EX7["num_attention_heads"],
-        n_kv_heads=EX7["num_key_value_heads"],
-        head_dim=EX7["head_dim"],
-        vocab=EX7["vocab_size"],
-    )
+    return _config_of(EX7)
 
 
 def _ex7_n():
@@ -175,15 +172,7 @@ def _ex7_plan(micro_batch):
 
 
 def _ex8_model():
-    return rl.TransformerConfig(
-        d_model=EX8["hidden_size"],
-        d_ff=EX8["intermediate_size"],
-        n_layers=EX8["num_hidden_layers"],
-        n_heads=EX8["num_attention_heads"],
-        n_kv_heads=EX8["num_key_value_heads"],
-        head_dim=EX8["head_dim"],
-        vocab=EX8["vocab_size"],
-    )
+    return _config_of(EX8)
 
 
 def _ex8_server():
