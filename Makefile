@@ -51,9 +51,14 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	@touch $@
 
 # JupyterLab settings: .md files open as notebooks (jupytext), news and update checks off.
-# Binder installs the same file through postBuild.
-LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
-$(LAB_SETTINGS): lab/overrides.json | $(STAMP)
+# The server's contents manager (roofline_lib/lab_contents.py): jupytext's, and a chapter opens
+# unmodified. Binder installs the same two files through postBuild.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+LAB_SERVER := $(VENV)/etc/jupyter/jupyter_server_config.json
+LAB_SETTINGS := $(LAB_OVERRIDES) $(LAB_SERVER)
+$(LAB_OVERRIDES): lab/overrides.json | $(STAMP)
+	install -D -m 644 $< $@
+$(LAB_SERVER): lab/jupyter_server_config.json | $(STAMP)
 	install -D -m 644 $< $@
 
 install: $(STAMP) $(LAB_SETTINGS)

@@ -8,6 +8,8 @@ included; a private helper such as ``_format`` sits at its highest importer's la
     interconnect  -> the link registry beside it: NVLink, PCIe, InfiniBand, 8-GPU nodes
     roofline      -> ridge point, attainable FLOP/s, kernel verdict, plausibility guard
     ops           -> FLOPs and bytes of single operations (GEMM, GEMV, norms, attention...)
+    tiling        -> a GEMM as a GPU runs it: output tiles' strip traffic, L2 reuse by launch order,
+                     waves on the SMs, tensor-core padding
     transformer   -> model counts (GQA, head size, experts), conventions (6N, three-term, full-square),
                      shipped configs and Hugging Face config.json reading
     audit         -> FlopCounterMode-based FLOP audit of real torch graphs
@@ -39,6 +41,7 @@ included; a private helper such as ``_format`` sits at its highest importer's la
     observer      -> what an exercise notebook reports to the grader
     grading       -> checks behind the autograded exercises
     cli           -> the ``roofline`` command (a face: nothing above imports it)
+    lab_contents  -> JupyterLab's contents manager: jupytext's, and chapters open unmodified (a face)
 
 Chapters call ``import roofline_lib as rl``.
 """
@@ -63,6 +66,8 @@ from .scheduler import *  # noqa: F401,F403
 from .scheduler import __all__ as _scheduler_all
 from .serving import *  # noqa: F401,F403
 from .serving import __all__ as _serving_all
+from .tiling import *  # noqa: F401,F403
+from .tiling import __all__ as _tiling_all
 from .train_memory import *  # noqa: F401,F403
 from .train_memory import __all__ as _train_memory_all
 from .training import *  # noqa: F401,F403
@@ -80,6 +85,7 @@ __all__ = [
     *_hardware_all,
     *_roofline_all,
     *_ops_all,
+    *_tiling_all,
     *_transformer_all,
     *_inference_all,
     *_training_all,

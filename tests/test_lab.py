@@ -2,7 +2,8 @@
 
 A JupyterLab server is started on 127.0.0.1 with a token, over a copy of the chapters and the
 exercises (running cells marks a notebook changed, and nothing here may write to the checkout),
-with the settings ``make install`` puts in the environment (``lab/overrides.json``). Debian's
+with the settings ``make install`` puts in the environment (``lab/overrides.json``, and the
+contents manager ``lab/jupyter_server_config.json`` names). Debian's
 ``chromium``, driven by the ``playwright`` package (never ``playwright install``), then
 
 * opens chapter 1 and exercise 2 by URL and checks that each opens as a notebook with a kernel;
@@ -86,6 +87,9 @@ def lab(tmp_path_factory):
     settings = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
     if not settings.exists():
         pytest.fail(f"{settings} is missing: `make install` copies lab/overrides.json there")
+    server_config = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.json"
+    if not server_config.exists():
+        pytest.fail(f"{server_config} is missing: `make install` copies lab/jupyter_server_config.json there")
     root = tmp_path_factory.mktemp("lab")
     for name in COPIED:
         src = ROOT / name
@@ -469,8 +473,10 @@ def test_links_work_and_an_unedited_save_changes_nothing(browser, lab, path):
             timeout=30_000,
         )
         time.sleep(1.0)
-        # Lab still marks the notebook modified on open (the kernel's language_info lands in the
-        # model, and jupytext never stores it), so this checks what a save would change instead
+        # Lab filled the language_info jupytext never stores with a placeholder, and that alone
+        # marked every notebook modified on open; the course's contents manager hands it the record
+        # the kernel reports (roofline_lib/lab_contents.py)
+        assert not _tab_is_dirty(nb), f"{path} is marked modified as soon as it opens"
         links = nb.panel.locator(".jp-MarkdownCell .myst a").evaluate_all(
             "els => els.map(a => [a.getAttribute('href') || '', a.textContent.trim()])"
         )

@@ -1,0 +1,77 @@
+"""JupyterLab's contents manager for the course: jupytext's, plus the kernel's ``language_info``.
+
+A chapter is a jupytext Markdown file, and jupytext stores no ``language_info`` in it (that record
+names the reader's Python version, so it would differ from machine to machine). JupyterLab fills
+the missing record with a placeholder the moment it opens a notebook, and that change alone marks
+the notebook modified: a reader who only read a chapter was asked to save it on closing.
+
+This manager hands JupyterLab each text notebook with the ``language_info`` its own kernel will
+report, when that kernel is the course's (the ``python3`` kernel of the environment the server runs
+in, which ``make install`` registers). JupyterLab then has nothing to change on open, and a save
+drops the record again, because jupytext's metadata filter never writes it. Any other kernel gets
+nothing added: guessing another interpreter's version would only trade one change for another.
+
+``make install`` turns it on through ``lab/jupyter_server_config.json``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+from jupytext.async_contentsmanager import build_async_jupytext_contents_manager_class
+
+__all__ = ["CourseContentsManager", "course_language_info"]
+
+_TEXT_NOTEBOOK_SUFFIXES = (".md", ".myst", ".py")
+
+
+def course_language_info() -> dict[str, Any]:
+    """What the course's ``python3`` kernel (ipykernel, in this interpreter) reports as ``language_info``."""
+    from ipykernel.ipkernel import IPythonKernel
+
+    return dict(IPythonKernel.language_info)  # its version is this interpreter's
+
+
+def _runs_here(argv: list[str]) -> bool:
+    """Whether a kernelspec's command line starts this interpreter (the server's own Python)."""
+    if not argv:
+        return False
+    if argv[0] in ("python", "python3", "{python}"):
+        return True
+    try:
+        return os.path.samefile(argv[0], sys.executable)
+    except OSError:
+        return False
+
+
+class CourseContentsManager(build_async_jupytext_contents_manager_class(AsyncLargeFileManager)):
+    """jupytext's contents manager; text notebooks open with their kernel's ``language_info``."""
+
+    async def get(self, path, content=True, type=None, format=None, **kwargs):
+        model = await super().get(path, content=content, type=type, format=format, **kwargs)
+        if content and model.get("type") == "notebook" and str(path).endswith(_TEXT_NOTEBOOK_SUFFIXES):
+            self._add_language_info(model.get("content"))
+        return model
+
+    def _add_language_info(self, notebook) -> None:
+        if notebook is None or "language_info" in notebook.metadata:
+            return
+        kernelspec = notebook.metadata.get("kernelspec") or {}
+        if kernelspec.get("language") != "python" or kernelspec.get("name") != "python3":
+            return
+        if _runs_here(self._kernel_argv("python3")):
+            notebook.metadata["language_info"] = course_language_info()
+
+    def _kernel_argv(self, name: str) -> list[str]:
+        specs = getattr(self.parent, "kernel_spec_manager", None)
+        if specs is None:  # outside a server (a script, a test): the kernels this environment has
+            from jupyter_client.kernelspec import KernelSpecManager
+
+            specs = KernelSpecManager()
+        try:
+            return list(specs.get_kernel_spec(name).argv)
+        except Exception:  # no such kernel here: the notebook is left as it is
+            return []

@@ -1,0 +1,93 @@
+"""The course's contents manager: a chapter opens in JupyterLab with nothing for Lab to change.
+
+JupyterLab marked every chapter modified on open, a plain two-cell jupytext notebook included: the
+model had no ``language_info`` (jupytext never stores it), so Lab wrote a placeholder into it. The
+manager adds the record the course's kernel reports; these tests hold it to that kernel's own
+answer, and check that a save writes the file back byte for byte. The browser test
+(``tests/test_lab.py``) checks the marker itself in JupyterLab.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from traitlets.utils.importstring import import_item
+
+from roofline_lib.lab_contents import CourseContentsManager, course_language_info
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER = "notebooks/04_inference_regimes.md"
+
+
+@pytest.fixture()
+def course(tmp_path):
+    """A copy of one chapter and the jupytext settings, as the Lab server sees them."""
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy2(ROOT / CHAPTER, tmp_path / CHAPTER)
+    shutil.copy2(ROOT / "jupytext.toml", tmp_path / "jupytext.toml")
+    return tmp_path
+
+
+def _get(manager, path):
+    return asyncio.run(manager.get(path, content=True, type="notebook"))
+
+
+def test_the_server_config_names_this_manager():
+    config = json.loads((ROOT / "lab" / "jupyter_server_config.json").read_text())
+    assert import_item(config["ServerApp"]["contents_manager_class"]) is CourseContentsManager
+    # jupytext's server extension keeps a manager that is already jupytext's (it has `formats`)
+    assert hasattr(CourseContentsManager, "formats")
+
+
+def test_a_chapter_opens_with_the_language_info_its_kernel_reports(course):
+    from jupyter_client.manager import start_new_kernel
+
+    notebook = _get(CourseContentsManager(root_dir=str(course)), CHAPTER)["content"]
+    kernel, client = start_new_kernel(kernel_name="python3")
+    try:
+        reply = client.kernel_info(reply=True, timeout=30)
+    finally:
+        client.stop_channels()
+        kernel.shutdown_kernel(now=True)
+    # Lab compares the two: equal, and it changes nothing
+    assert notebook["metadata"]["language_info"] == reply["content"]["language_info"]
+    assert notebook["metadata"]["language_info"] == course_language_info()
+
+
+def test_a_save_of_the_opened_chapter_writes_it_back_byte_for_byte(course):
+    manager = CourseContentsManager(root_dir=str(course))
+    before = (course / CHAPTER).read_bytes()
+    model = _get(manager, CHAPTER)
+    assert "language_info" in model["content"]["metadata"]
+    asyncio.run(manager.save({"type": "notebook", "format": "json", "content": model["content"]}, CHAPTER))
+    assert (course / CHAPTER).read_bytes() == before  # jupytext's filter drops the record again
+
+
+def test_other_notebooks_are_left_as_they_are(course):
+    import nbformat
+
+    manager = CourseContentsManager(root_dir=str(course))
+    # an .ipynb keeps whatever it stores (here: none)
+    plain = nbformat.v4.new_notebook(
+        metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}
+    )
+    nbformat.write(plain, course / "plain.ipynb")
+    assert "language_info" not in _get(manager, "plain.ipynb")["content"]["metadata"]
+    # a text notebook for another kernel gets no guess at that interpreter's version
+    text = (course / CHAPTER).read_text(encoding="utf-8")
+    other = text.replace("name: python3", "name: julia-1.10").replace("language: python", "language: julia")
+    assert other != text
+    (course / "notebooks" / "other.md").write_text(other, encoding="utf-8")
+    assert "language_info" not in _get(manager, "notebooks/other.md")["content"]["metadata"]
+
+
+def test_a_kernel_that_is_not_this_interpreter_gets_nothing(course, monkeypatch):
+    manager = CourseContentsManager(root_dir=str(course))
+    monkeypatch.setattr(manager, "_kernel_argv", lambda name: ["/nonexistent/python", "-m", "ipykernel_launcher"])
+    assert "language_info" not in _get(manager, CHAPTER)["content"]["metadata"]
+    monkeypatch.setattr(manager, "_kernel_argv", lambda name: [])  # no python3 kernel at all
+    assert "language_info" not in _get(manager, CHAPTER)["content"]["metadata"]
