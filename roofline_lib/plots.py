@@ -11,8 +11,10 @@ readers who cannot see it in ``fig.roofline_alt`` (also returned by :func:`alt_t
 
 from __future__ import annotations
 
+import base64
 import inspect
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -28,7 +30,17 @@ from ._format import num as _num
 from .hardware import GPUSpec, as_gpu
 from .roofline import ridge_point
 
-__all__ = ["Point", "RooflineFigure", "plot_roofline", "plot_ridge_by_precision", "alt_text", "save_roofline"]
+__all__ = [
+    "Point",
+    "RooflineFigure",
+    "CaptionedFigure",
+    "plot_roofline",
+    "plot_ridge_by_precision",
+    "alt_text",
+    "save_roofline",
+    "show",
+    "figure_text",
+]
 
 _TERA = 1e12  # FLOP/s -> TFLOP/s, and bytes/s -> TB/s, at the edge only
 _MEMORY_STYLES = {"hbm": "-", "l2": (0, (1, 1))}  # HBM solid, L2 dotted
@@ -461,3 +473,117 @@ def plot_ridge_by_precision(gpus=("A100", "H100", "H200", "B200")) -> RooflineFi
     ax.legend(loc="upper left", fontsize="small")
     fig.roofline_alt = " ".join(sentences)
     return fig
+
+
+# --------------------------------------------------------------------------- figures in JupyterLab
+
+# The one form of {eval} role the chapters use (the pattern _config.yml gives myst-nb)
+_EVAL_ROLE = re.compile(r'\{eval\}`prose\["([A-Za-z_][A-Za-z0-9_]*(?::[^"\\]*)?)"\]`')
+_PAGE_FOLDERS = ("notebooks", "exercises", "solutions")
+_PAGE_CACHE: dict[Path, tuple[int, dict[str, tuple[str, str]]]] = {}
+
+
+def _figure_cells(path: Path) -> dict[str, tuple[str, str]]:
+    """name -> (caption, alt text) of every figure cell of one jupytext page, cached by mtime."""
+    stamp = path.stat().st_mtime_ns
+    cached = _PAGE_CACHE.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    import jupytext
+
+    found = {}
+    for cell in jupytext.read(path).cells:
+        mystnb = cell.metadata.get("mystnb") if cell.cell_type == "code" else None
+        figure = mystnb.get("figure") if isinstance(mystnb, dict) else None
+        if isinstance(figure, dict) and figure.get("name"):
+            image = mystnb.get("image") if isinstance(mystnb.get("image"), dict) else {}
+            found[str(figure["name"])] = (str(figure.get("caption", "")), str(image.get("alt", "")))
+    _PAGE_CACHE[path] = (stamp, found)
+    return found
+
+
+def figure_text(name: str, folder=None) -> tuple[str, str] | None:
+    """The caption and alt text the page's own figure cell ``name`` gives, or None if no page has it.
+
+    A chapter's figure cell keeps both in its ``mystnb`` metadata, which the website reads and
+    JupyterLab ignores. The pages searched are the ``.md`` files in ``folder`` (default: the current
+    directory, where a kernel starts beside its notebook) and in the course's page folders beside it.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a figure cell's name (a non-empty string such as 'fig-roofline'), got {name!r}")
+    here = Path.cwd() if folder is None else Path(folder)
+    candidates = [here, *(here.parent / sub for sub in _PAGE_FOLDERS if here.parent / sub != here)]
+    needle = f"name: {name}"
+    for directory in candidates:
+        for path in sorted(directory.glob("*.md")) if directory.is_dir() else ():
+            try:
+                if needle in path.read_text(encoding="utf-8"):
+                    text = _figure_cells(path).get(name)
+                    if text is not None:
+                        return text
+            except (OSError, UnicodeDecodeError, ValueError):
+                continue  # an unreadable page holds no caption for us
+    return None
+
+
+def _fill_prose_roles(text: str) -> str:
+    """Replace each {eval}`prose["key:spec"]` with the value the running notebook's ``prose`` holds."""
+
+    def value(match: re.Match) -> str:
+        try:
+            from IPython import get_ipython
+
+            prose = get_ipython().user_ns["prose"]
+            return str(prose[match.group(1)])
+        except Exception:  # not in a notebook, or the value is not set yet
+            return "…"
+
+    return _EVAL_ROLE.sub(value, text)
+
+
+def _png_of(fig: Figure) -> bytes:
+    if hasattr(fig, "_repr_png_"):
+        return fig._repr_png_()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=fig.dpi, bbox_inches="tight")  # as IPython draws a Figure
+    return buffer.getvalue()
+
+
+def _markdown_escape_alt(text: str) -> str:
+    return " ".join(text.split()).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+class CaptionedFigure:
+    """A figure as a notebook cell shows it: a PNG for the website, a captioned image for JupyterLab.
+
+    The bundle holds ``image/png`` (the website prefers it, and myst-nb adds the caption and alt text
+    from the cell's metadata) and ``text/markdown``: the same image with its alt text, and the
+    caption under it, which JupyterLab, reading no cell metadata, would otherwise never show.
+    """
+
+    def __init__(self, fig: Figure, name: str, caption: str = "", alt: str = ""):
+        self.figure, self.name, self.caption, self.alt = fig, name, caption, alt
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        png = base64.b64encode(_png_of(self.figure)).decode("ascii")
+        data = {"image/png": png, "text/plain": f"<figure {self.name}>"}
+        if self.caption or self.alt:
+            caption = _fill_prose_roles(self.caption)
+            alt = _markdown_escape_alt(_fill_prose_roles(self.alt) or caption)
+            data["text/markdown"] = f"![{alt}](data:image/png;base64,{png})\n\n**Figure.** {caption}\n"
+        return data
+
+
+def show(fig: Figure, name: str) -> CaptionedFigure:
+    """``fig`` as the output of figure cell ``name``, with that cell's caption and alt text.
+
+    End a figure cell with ``plots.show(fig, "fig-name")``, ``name`` being the cell's own
+    ``mystnb.figure.name``. The website draws the PNG with the caption and alt text myst-nb reads
+    from the metadata; JupyterLab draws the Markdown beside it, so its readers see both too. A
+    cell run away from its page (no page here names the figure) shows the bare image.
+    """
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    text = figure_text(name)
+    caption, alt = text if text is not None else ("", "")
+    return CaptionedFigure(fig, name, caption, alt)

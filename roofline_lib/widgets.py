@@ -89,6 +89,7 @@ class Explorer(w.VBox):
         self._recompute = recompute
         self._hooks = dict(hooks or {})  # name -> run before the redraw when that control changes
         self._quiet = False  # set while a hook rewrites another control, so the redraw happens once
+        self._sliders_named = False  # whether this explorer has sent _NAME_SLIDERS_JS to the page
         self._site_mode = site_mode  # the JS explorer's data-mode
         self._site_state = site_state  # -> its other data-* values, read from the current controls
         super().__init__(
@@ -182,14 +183,39 @@ class Explorer(w.VBox):
         self.last_png = buffer.getvalue()
         try:
             from IPython import get_ipython
-            from IPython.display import Image, clear_output, display
+            from IPython.display import HTML, Javascript, clear_output, display
         except ImportError:  # pragma: no cover - IPython comes with ipywidgets
             return
         if get_ipython() is None:
             return  # no kernel: rendered for timing, nothing to show it in
+        png = base64.b64encode(self.last_png).decode("ascii")
         with self.output:
             clear_output(wait=True)
-            display(Image(data=self.last_png, format="png"))
+            # an <img> with alt text: JupyterLab draws an image/png output with none
+            display(HTML(f'<img src="data:image/png;base64,{png}" alt="{html.escape(self.alt_text)}">'))
+            if not self._sliders_named:
+                display(Javascript(_NAME_SLIDERS_JS))
+                self._sliders_named = True
+
+
+# ipywidgets draws a slider's handle as role="slider" with no accessible name (its description
+# is a <label> beside it, which names nothing), so a screen reader announces "slider" alone and
+# axe-core flags it. This script, sent once per explorer to JupyterLab (the website's snapshot
+# never carries widget output), gives every unnamed handle on the page its widget's description,
+# now and as new sliders are drawn.
+_NAME_SLIDERS_JS = """
+(() => {
+  const name = () => document.querySelectorAll('.widget-slider [role="slider"]:not([aria-label])').forEach(handle => {
+    const label = handle.closest('.widget-slider').querySelector('.widget-label');
+    handle.setAttribute('aria-label', (label && label.textContent.trim()) || 'value');
+  });
+  name();
+  if (!window.__rooflineSliderNames) {
+    window.__rooflineSliderNames = new MutationObserver(name);
+    window.__rooflineSliderNames.observe(document.body, {childList: true, subtree: true});
+  }
+})();
+"""
 
 
 def _figure() -> tuple[Figure, object]:

@@ -315,6 +315,55 @@ def test_no_hidden_cell_defines_a_name_the_visible_code_uses(page):
     assert not found, f"{page.name}: visible cells use names only hidden cells define: {found}"
 
 
+_SHOW = re.compile(r'^plots\.show\((?P<fig>[A-Za-z_]\w*), "(?P<name>[\w-]+)"\)$')
+
+
+def figure_cells_not_shown(notebook) -> list[str]:
+    """Figure cells (``mystnb.figure``) whose last line is not ``plots.show(fig, "<the cell's name>")``."""
+    found = []
+    for cell in notebook.cells:
+        mystnb = cell.metadata.get("mystnb") if cell.cell_type == "code" else None
+        figure = mystnb.get("figure") if isinstance(mystnb, dict) else None
+        if not isinstance(figure, dict):
+            continue
+        name = figure.get("name", "")
+        lines = cell.source.strip().splitlines()
+        match = _SHOW.match(lines[-1].strip()) if lines else None
+        if match is None or match["name"] != name:
+            found.append(f"{name or '(no name)'}: ends with {lines[-1] if lines else '(nothing)'!r}")
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_figure_cell_shows_its_caption_in_jupyterlab_too(page):
+    # JupyterLab reads no cell metadata: a figure's caption and alt text reach its readers only
+    # through plots.show, which finds them by the cell's name
+    import jupytext
+
+    text = page.read_text(encoding="utf-8")
+    if not text.startswith("---\njupytext:"):
+        return
+    found = figure_cells_not_shown(jupytext.reads(text, fmt="md:myst"))
+    assert not found, f"{page.name}: figure cells that JupyterLab would show without caption: {found}"
+
+
+def test_the_figure_check_sees_a_bare_figure_and_a_wrong_name():
+    import nbformat
+
+    def figure_cell(source, name="fig-a"):
+        return nbformat.v4.new_code_cell(source, metadata={"mystnb": {"figure": {"name": name, "caption": "A."}}})
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        figure_cell('fig = draw()\nplots.show(fig, "fig-a")'),  # right
+        figure_cell("fig = draw()\nfig"),  # bare: Lab shows no caption
+        figure_cell('plots.show(fig, "fig-b")', name="fig-c"),  # another cell's name
+        nbformat.v4.new_code_cell("fig"),  # not a figure cell
+    ]
+    found = figure_cells_not_shown(nb)
+    assert [f.split(":")[0] for f in found] == ["fig-a", "fig-c"]
+
+
 def test_the_hidden_name_check_sees_a_planted_chapter():
     import nbformat
 

@@ -6,6 +6,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import base64  # noqa: E402
 import math  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
@@ -233,3 +234,98 @@ def test_labels_of_points_close_together_are_drawn_apart():
         x, y = ax.transData.transform((p.intensity, p.flops_per_s / 1e12))
         marker = Bbox.from_extents(x - half, y - half, x + half, y + half)
         assert not any(marker.overlaps(b) for b in boxes), p.label
+
+
+# --------------------------------------------------------------------------- plots.show
+
+
+_PAGE = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# A page
+
+```{code-cell} ipython3
+---
+mystnb:
+  figure:
+    caption: Two roofs; the ridge sits at {eval}`prose["ridge:.0f"]` FLOP/byte.
+    name: fig-planted
+  image:
+    alt: A roofline [log-log] with one ridge.
+---
+plots.show(fig, "fig-planted")
+```
+"""
+
+
+def test_show_gives_jupyterlab_the_caption_and_alt_text_of_its_cell(tmp_path, monkeypatch):
+    from roofline_lib.plots import CaptionedFigure, figure_text, show
+
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "page.md").write_text(_PAGE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "notebooks")  # a kernel starts beside its notebook
+    caption, alt = figure_text("fig-planted")
+    assert caption.startswith("Two roofs") and alt == "A roofline [log-log] with one ridge."
+    out = show(plots.plot_roofline(gpus=["A100"]), "fig-planted")
+    assert isinstance(out, CaptionedFigure)
+    bundle = out._repr_mimebundle_()
+    assert bundle["image/png"] and base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+    markdown = bundle["text/markdown"]
+    # alt text in the image's brackets (escaped), the caption under it; outside a kernel a prose
+    # value is not known, so its role shows an ellipsis rather than its key
+    assert markdown.startswith("![A roofline \\[log-log\\] with one ridge.](data:image/png;base64,")
+    assert "**Figure.** Two roofs; the ridge sits at … FLOP/byte." in markdown
+    assert "prose[" not in markdown
+
+
+def test_show_fills_prose_values_from_the_running_notebook(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import IPython
+
+    from roofline_lib.plots import show
+    from roofline_lib.prose import Prose
+
+    (tmp_path / "page.md").write_text(_PAGE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    prose = Prose()
+    prose("ridge", 153.2)
+    monkeypatch.setattr(IPython, "get_ipython", lambda: SimpleNamespace(user_ns={"prose": prose}))
+    markdown = show(plots.plot_roofline(gpus=["A100"]), "fig-planted")._repr_mimebundle_()["text/markdown"]
+    assert "the ridge sits at 153 FLOP/byte" in markdown  # :.0f of 153.2
+
+
+def test_show_away_from_its_page_gives_the_bare_image_and_refuses_what_is_no_figure(tmp_path, monkeypatch):
+    from roofline_lib.plots import figure_text, show
+
+    monkeypatch.chdir(tmp_path)  # no page here names the figure
+    assert figure_text("fig-planted") is None
+    bundle = show(plots.plot_roofline(gpus=["A100"]), "fig-planted")._repr_mimebundle_()
+    assert set(bundle) == {"image/png", "text/plain"}
+    with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got str"):
+        show("fig", "fig-planted")
+    with pytest.raises(TypeError, match="name must be a figure cell's name"):
+        figure_text("")
+
+
+def test_figure_text_sees_an_edited_caption(tmp_path, monkeypatch):
+    import os
+
+    from roofline_lib.plots import figure_text
+
+    page = tmp_path / "page.md"
+    page.write_text(_PAGE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert figure_text("fig-planted")[0].startswith("Two roofs")
+    page.write_text(_PAGE.replace("Two roofs", "Both roofs"), encoding="utf-8")
+    stat = page.stat()
+    os.utime(page, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a later save
+    assert figure_text("fig-planted")[0].startswith("Both roofs")
