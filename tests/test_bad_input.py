@@ -84,6 +84,14 @@ VALID: dict[str, Any] = {
     "causal": False,
     "fused": True,
     "gated": False,
+    # a GEMM in tiles (64 x 64 x 64 in 16 x 16 tiles: a 4 x 4 grid)
+    "tile_m": 16,
+    "tile_n": 16,
+    "tile_k": 16,
+    "blocks_per_sm": 1,
+    "group_m": 2,
+    "dim": 100,
+    "multiple": 64,
     # model counts
     "d_model": 512,
     "d_ff": 2048,
