@@ -26,7 +26,7 @@ IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
 IMAGE_KEYS = IMAGE_MIMES + tuple(f"application/papermill.record/{m}" for m in IMAGE_MIMES)
 
 
-#: An image inlined in HTML; the same pattern is in tests/nbval_sanitize.cfg, so the fresh output
+#: An image inlined in HTML or Markdown; the same pattern is in tests/nbval_sanitize.cfg, so the fresh output
 #: is rewritten the same way before it is compared.
 INLINE_IMAGE = re.compile(r"data:image/[a-z+.-]+;base64,[A-Za-z0-9+/=]+")
 
@@ -36,8 +36,9 @@ def _without_images(output):
     if "data" not in output:
         return output
     data = {k: v for k, v in output["data"].items() if k not in IMAGE_KEYS}
-    if "text/html" in data:
-        data["text/html"] = INLINE_IMAGE.sub("data:image;base64,NOT-STORED", "".join(data["text/html"]))
+    for mime in ("text/html", "text/markdown"):  # plots.show's Markdown inlines its PNG too
+        if mime in data:
+            data[mime] = INLINE_IMAGE.sub("data:image;base64,NOT-STORED", "".join(data[mime]))
     if not data:
         return None
     output["data"] = data

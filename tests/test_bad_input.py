@@ -239,6 +239,8 @@ NOT_CALLED: dict[str, str] = {
     "plots.plot_ridge_by_precision": "takes a sequence of registry names; tested in test_plots",
     "plots.alt_text": "takes a figure or plot_roofline's keywords",
     "plots.save_roofline": "takes a path and plot_roofline's keywords",
+    "plots.show": "takes a Figure and a figure cell's name; its refusals are tested in test_plots",
+    "plots.figure_text": "takes a figure cell's name and a folder; its refusal is tested in test_plots",
     "diagnose.op_stats": "takes a torch profile or its events",
     "diagnose.profile_run": "takes a callable and its arguments",
     "diagnose.diagnose": "takes a torch profile or its events; its numeric keywords are tested in test_diagnose",
