@@ -11,21 +11,59 @@ in, which ``make install`` registers). JupyterLab then has nothing to change on 
 drops the record again, because jupytext's metadata filter never writes it. Any other kernel gets
 nothing added: guessing another interpreter's version would only trade one change for another.
 
+Before Run All, jupyterlab-myst shows each ``{eval}`` role as its bare expression, a code span
+such as ``prose["a100_ridge:.0f"]``, since no value has been computed. So the manager also hands
+each Markdown cell the values its roles showed in the last book build (``_build/prose/``, written
+by ``roofline_lib.prose`` while the book builds), as the ``user_expressions`` jupyterlab-myst
+reads, and an ellipsis for a value no build has recorded. Run All replaces them with the reader's
+own; jupytext's filter keeps them out of a save.
+
 ``make install`` turns it on through ``lab/jupyter_server_config.json``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
 from jupytext.async_contentsmanager import build_async_jupytext_contents_manager_class
 
-__all__ = ["CourseContentsManager", "course_language_info"]
+__all__ = ["CourseContentsManager", "course_language_info", "last_build_values", "PLACEHOLDER"]
 
 _TEXT_NOTEBOOK_SUFFIXES = (".md", ".myst", ".py")
+_EVAL_ROLE = re.compile(r'\{eval\}`(prose\["([^"\\]+)"\])`')  # the one form the chapters use
+PLACEHOLDER = "…"  # a value no build has recorded yet
+RECORDS = Path("_build") / "prose"  # under the server's root: what the last book build quoted
+
+
+def last_build_values(root, path: str) -> dict[str, str]:
+    """ "key:spec" -> the text the last book build showed for it on page ``path`` ({} if none)."""
+    record = Path(root) / RECORDS / Path(path).with_suffix(".json")
+    try:
+        values = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in values.items()} if isinstance(values, dict) else {}
+
+
+def _add_user_expressions(notebook, values: dict[str, str]) -> None:
+    """Give each Markdown cell a result for every ``{eval}`` role in it, as jupyterlab-myst reads them."""
+    for cell in notebook.cells:
+        if cell.cell_type != "markdown" or "user_expressions" in cell.metadata:
+            continue
+        seen: dict[str, str] = {}
+        for expression, ref in _EVAL_ROLE.findall(cell.source):
+            seen.setdefault(expression, values.get(ref, PLACEHOLDER))
+        if seen:
+            cell.metadata["user_expressions"] = [
+                {"expression": e, "result": {"status": "ok", "data": {"text/plain": text}, "metadata": {}}}
+                for e, text in seen.items()
+            ]
 
 
 def course_language_info() -> dict[str, Any]:
@@ -53,7 +91,10 @@ class CourseContentsManager(build_async_jupytext_contents_manager_class(AsyncLar
     async def get(self, path, content=True, type=None, format=None, **kwargs):
         model = await super().get(path, content=content, type=type, format=format, **kwargs)
         if content and model.get("type") == "notebook" and str(path).endswith(_TEXT_NOTEBOOK_SUFFIXES):
-            self._add_language_info(model.get("content"))
+            notebook = model.get("content")
+            self._add_language_info(notebook)
+            if notebook is not None:
+                _add_user_expressions(notebook, last_build_values(self.root_dir, str(path)))
         return model
 
     def _add_language_info(self, notebook) -> None:

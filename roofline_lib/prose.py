@@ -23,10 +23,16 @@ Writing a chapter, then:
   when they reach it, with only the cells above it run;
 * a hidden cell that sets values is tagged ``[remove-input, remove-output]``, not
   ``remove-cell`` (myst-nb runs a ``remove-cell`` cell late, after the text below it);
-* a figure is its cell's output (the cell ends with the figure), with its caption, name and
-  alt text in the cell's ``mystnb: {figure: {caption, name}, image: {alt}}`` metadata;
+* a figure is its cell's output: the cell ends with ``plots.show(fig, "fig-name")``, and keeps
+  its caption, name and alt text in its ``mystnb: {figure: {caption, name}, image: {alt}}``
+  metadata (the website reads them there; ``plots.show`` hands them to JupyterLab);
 * ``tools/glue_to_eval.py`` converts a chapter written for myst-nb's glue and checks the first
   rule.
+
+Before a reader runs a chapter in JupyterLab, its roles show the values of the last book build:
+while the book builds a page, ``ROOFLINE_PROSE_RECORD`` names a JSON file (the site extension
+sets it), and each value the build quotes is written there as the text it showed;
+``roofline_lib.lab_contents`` hands those texts to JupyterLab with the chapter.
 
 So an item is a :class:`Shown`: a ``str`` whose ``repr`` is the text itself. Its ``text/plain``
 form is then the formatted number, whatever characters it holds (a plain ``str`` would reach
@@ -38,11 +44,29 @@ and JupyterLab shows the error in place of the number.
 from __future__ import annotations
 
 import difflib
+import json
+import os
 import re
+from pathlib import Path
 
 __all__ = ["Prose", "Shown"]
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+RECORD_ENV = "ROOFLINE_PROSE_RECORD"  # set by the book build: where the quoted texts go
+_recorded: dict[str, str] = {}  # this kernel's quoted texts, "key:spec" -> text
+
+
+def _record(ref: str, text: str) -> None:
+    """Keep what the build quoted for ``ref`` in the file ``ROOFLINE_PROSE_RECORD`` names."""
+    target = os.environ.get(RECORD_ENV)
+    if not target or _recorded.get(ref) == text:
+        return
+    _recorded[ref] = text
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(path.name + ".part")
+    scratch.write_text(json.dumps(_recorded, indent=1, sort_keys=True, ensure_ascii=False), encoding="utf-8")
+    scratch.replace(path)  # a reader of the file never sees half of it
 
 
 class Shown(str):
@@ -91,9 +115,11 @@ class Prose:
         key, _, spec = ref.partition(":")
         value = self.value(key)
         try:
-            return Shown(format(value, spec))
+            shown = Shown(format(value, spec))
         except (TypeError, ValueError) as exc:
             raise ValueError(f"format spec {spec!r} does not fit {key!r} = {value!r}: {exc}") from None
+        _record(ref, shown)
+        return shown
 
     def __repr__(self) -> str:
         return f"Prose({', '.join(self._values)})"

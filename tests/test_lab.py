@@ -21,6 +21,7 @@ in ``_build/screenshots/``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -97,6 +98,8 @@ def lab(tmp_path_factory):
             shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("_build", "*.ipynb_checkpoints"))
         else:
             shutil.copy2(src, root / name)
+    if (ROOT / "_build" / "prose").is_dir():  # what the last book build quoted, shown before Run All
+        shutil.copytree(ROOT / "_build" / "prose", root / "_build" / "prose")
     home = tmp_path_factory.mktemp("jupyter-home")
     # This reader's own setting: draw every cell, not only those in view, so the test sees them all.
     tracker = home / "user-settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
@@ -493,6 +496,14 @@ def test_links_work_and_an_unedited_save_changes_nothing(browser, lab, path):
         assert not found, f"{path}: axe-core violations in the cells:\n" + "\n".join(found)
         prose = nb.prose()
         assert "Citation Not Found" not in prose and not re.search(r"\{(cite|term|doc)", prose)
+        # before Run All each number shows the last build's value (or an ellipsis), not its key
+        unrun = PLACEHOLDERS.search(prose)
+        assert not unrun, f"{path} before Run All shows {prose[unrun.start() : unrun.start() + 60]!r}"
+        recorded = ROOT / "_build" / "prose" / Path(path).with_suffix(".json")
+        if recorded.exists() and path != EXERCISE:
+            built = json.loads(recorded.read_text(encoding="utf-8"))
+            shown = [text for text in built.values() if len(text) >= 4 and text in prose]
+            assert len(shown) >= len(built) // 2, f"{path}: few of the last build's values shown before Run All"
         if path != EXERCISE:
             kinds = {k for href, _ in links for k in ("glossary.md", "references.md") if k in href}
             assert kinds == {"glossary.md", "references.md"}, f"{path}: no term or citation links: {links[:8]}"

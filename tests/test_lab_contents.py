@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -91,3 +92,71 @@ def test_a_kernel_that_is_not_this_interpreter_gets_nothing(course, monkeypatch)
     assert "language_info" not in _get(manager, CHAPTER)["content"]["metadata"]
     monkeypatch.setattr(manager, "_kernel_argv", lambda name: [])  # no python3 kernel at all
     assert "language_info" not in _get(manager, CHAPTER)["content"]["metadata"]
+
+
+# --------------------------------------------------------------------------- prose before Run All
+
+
+def _roles(notebook) -> list[tuple[str, str]]:
+    """(expression, text shown) for every user expression the Markdown cells carry."""
+    return [
+        (item["expression"], item["result"]["data"]["text/plain"])
+        for cell in notebook["cells"]
+        if cell["cell_type"] == "markdown"
+        for item in cell["metadata"].get("user_expressions", [])
+    ]
+
+
+def test_before_run_all_each_role_shows_the_last_build_value_or_an_ellipsis(course):
+    from roofline_lib.lab_contents import PLACEHOLDER, RECORDS
+
+    import jupytext
+
+    prose_text = "\n".join(c.source for c in jupytext.read(course / CHAPTER).cells if c.cell_type == "markdown")
+    refs = sorted(set(re.findall(r'\{eval\}`prose\["([^"]+)"\]`', prose_text)))
+    assert len(refs) > 50  # chapter 4 quotes about a hundred values
+    record = course / RECORDS / "notebooks" / "04_inference_regimes.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({refs[0]: "3,980", refs[1]: "153"}), encoding="utf-8")
+    manager = CourseContentsManager(root_dir=str(course))
+    shown = dict(_roles(_get(manager, CHAPTER)["content"]))
+    # every role has a result, so jupyterlab-myst draws no code span of its key
+    assert set(shown) == {f'prose["{r}"]' for r in refs}
+    assert shown[f'prose["{refs[0]}"]'] == "3,980" and shown[f'prose["{refs[1]}"]'] == "153"
+    assert set(shown.values()) == {"3,980", "153", PLACEHOLDER}
+    # and a save keeps them out of the source
+    before = (course / CHAPTER).read_bytes()
+    model = _get(manager, CHAPTER)
+    asyncio.run(manager.save({"type": "notebook", "format": "json", "content": model["content"]}, CHAPTER))
+    assert (course / CHAPTER).read_bytes() == before
+
+
+def test_a_damaged_record_counts_as_none(course):
+    from roofline_lib.lab_contents import PLACEHOLDER, RECORDS, last_build_values
+
+    record = course / RECORDS / "notebooks" / "04_inference_regimes.json"
+    record.parent.mkdir(parents=True)
+    record.write_text('{"half a rec', encoding="utf-8")
+    assert last_build_values(course, CHAPTER) == {}
+    shown = _roles(_get(CourseContentsManager(root_dir=str(course)), CHAPTER)["content"])
+    assert shown and {text for _, text in shown} == {PLACEHOLDER}
+
+
+def test_the_book_build_records_what_each_role_showed(tmp_path, monkeypatch):
+    from roofline_lib import prose as prose_module
+    from roofline_lib.prose import RECORD_ENV, Prose
+
+    target = tmp_path / "prose" / "notebooks" / "page.json"
+    monkeypatch.setenv(RECORD_ENV, str(target))
+    monkeypatch.setattr(prose_module, "_recorded", {})
+    prose = Prose()
+    prose("ridge", 153.2)
+    prose("tps", 3979.6)
+    assert prose["ridge:.0f"] == "153" and prose["tps:,.0f"] == "3,980"
+    assert json.loads(target.read_text(encoding="utf-8")) == {"ridge:.0f": "153", "tps:,.0f": "3,980"}
+    with pytest.raises(KeyError):
+        prose["missing"]  # a refused role records nothing
+    assert set(json.loads(target.read_text(encoding="utf-8"))) == {"ridge:.0f", "tps:,.0f"}
+    monkeypatch.delenv(RECORD_ENV)
+    prose["ridge:.1f"]  # a reader's kernel writes nowhere
+    assert "ridge:.1f" not in json.loads(target.read_text(encoding="utf-8"))

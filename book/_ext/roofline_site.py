@@ -159,11 +159,24 @@ def depart_citation(self, node) -> None:
         self.body.append("</div>\n")  # closes the list after the last entry
 
 
+def record_prose_for(app, docname, source) -> None:
+    """Before myst-nb starts a page's kernel: where that kernel writes the prose values it quotes.
+
+    The kernel inherits the variable; ``roofline_lib.prose`` writes each quoted text to
+    ``_build/prose/<page>.json``, and JupyterLab shows them before the reader runs the chapter
+    (``roofline_lib.lab_contents``). A page that is not re-read keeps its file from the last build.
+    """
+    from roofline_lib.prose import RECORD_ENV
+
+    os.environ[RECORD_ENV] = str(Path(app.outdir).parent / "prose" / f"{docname}.json")
+
+
 def setup(app):
     _register_bibliography_style()
     from docutils import nodes
 
     app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
+    app.connect("source-read", record_prose_for)
     app.connect("doctree-read", register_link_targets)
     app.connect("config-inited", theme_options)
     app.connect("builder-inited", write_registry)
