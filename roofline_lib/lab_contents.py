@@ -43,7 +43,7 @@ RECORDS = Path("_build") / "prose"  # under the server's root: what the last boo
 
 def last_build_values(root, path: str) -> dict[str, str]:
     """ "key:spec" -> the text the last book build showed for it on page ``path`` ({} if none)."""
-    record = Path(root) / RECORDS / Path(path).with_suffix(".json")
+    record = Path(root) / RECORDS / Path(path.lstrip("/")).with_suffix(".json")  # the server may say "/notebooks/..."
     try:
         values = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -108,9 +108,9 @@ def _roles(notebook) -> list[tuple[str, str]]:
 
 
 def test_before_run_all_each_role_shows_the_last_build_value_or_an_ellipsis(course):
-    from roofline_lib.lab_contents import PLACEHOLDER, RECORDS
-
     import jupytext
+
+    from roofline_lib.lab_contents import PLACEHOLDER, RECORDS
 
     prose_text = "\n".join(c.source for c in jupytext.read(course / CHAPTER).cells if c.cell_type == "markdown")
     refs = sorted(set(re.findall(r'\{eval\}`prose\["([^"]+)"\]`', prose_text)))
@@ -138,6 +138,10 @@ def test_a_damaged_record_counts_as_none(course):
     record.parent.mkdir(parents=True)
     record.write_text('{"half a rec', encoding="utf-8")
     assert last_build_values(course, CHAPTER) == {}
+    record.write_text('{"ridge:.0f": "153"}', encoding="utf-8")
+    # the server names a file from its root, with or without a leading slash
+    assert last_build_values(course, CHAPTER) == last_build_values(course, "/" + CHAPTER) == {"ridge:.0f": "153"}
+    record.write_text('{"half a rec', encoding="utf-8")
     shown = _roles(_get(CourseContentsManager(root_dir=str(course)), CHAPTER)["content"])
     assert shown and {text for _, text in shown} == {PLACEHOLDER}
 
