@@ -331,7 +331,7 @@ def _draw(plan: _Plan, ax, *, legend_outside: bool) -> None:
                     rotation=90,
                     ha="right",
                     va="bottom",
-                    fontsize=8,
+                    fontsize=9,
                     color=roof.color,
                 )
     labels = []
@@ -355,7 +355,7 @@ def _draw(plan: _Plan, ax, *, legend_outside: bool) -> None:
                 (p.intensity, p.flops_per_s / _TERA),
                 xytext=(-6 if right else 6, -11 if filled else 4),
                 textcoords="offset points",
-                fontsize=8,
+                fontsize=9,
                 ha="right" if right else "left",
             )
         )
@@ -379,9 +379,9 @@ def _draw(plan: _Plan, ax, *, legend_outside: bool) -> None:
     if "measured" in kinds:
         ax.plot([], [], ls="none", marker="o", color="black", label="measured point")
     if legend_outside:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     else:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=9)
     _untangle(ax, labels)
 
 

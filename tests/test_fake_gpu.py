@@ -161,6 +161,14 @@ def _notebooks() -> list[str]:
     return [str(p.relative_to(ROOT)) for d in NOTEBOOK_DIRS for p in sorted((ROOT / d).glob("*.md"))]
 
 
+_LIVE_TIMING = ("measure_ceilings", "measure_collectives", "measure.", "parallel_live", "serving_live")
+
+
+def _times_this_machine(page: Path) -> bool:
+    """Whether a page times this machine's CPU (its roofs, collectives, training or serving live)."""
+    return any(marker in page.read_text(encoding="utf-8") for marker in _LIVE_TIMING)
+
+
 def _first_failure(out: str, size: int = 5000) -> str:
     """The first failing cell's report and the summary: a cascade of NameErrors after one failed
     cell fills the tail of the output, and the cell that failed first is what to read."""
@@ -176,31 +184,40 @@ def _first_failure(out: str, size: int = 5000) -> str:
 def test_every_chapter_passes_on_a_fake_h200(tmp_path):
     log = tmp_path / "fake-gpu.jsonl"
     notebooks = _notebooks()
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--nbval-lax",
-        "--nbval-current-env",
-        "--nbval-kernel-startup-timeout",
-        "30",
-        "--nbval-sanitize-with",
-        "tests/nbval_sanitize.cfg",
-        *notebooks,
-    ]
-    done = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        env=_fake_env(**{fake_cuda.LOG_ENV: str(log)}),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, _first_failure(done.stdout)
+    # The pages that time this machine run one at a time: a roof read while another kernel held a
+    # core is low, and a step timed a moment later then beats it (chapter 10 failed so). The others
+    # share the cores two at a time, each notebook whole in one kernel.
+    live = [nb for nb in notebooks if _times_this_machine(ROOT / nb)]
+    quiet = [nb for nb in notebooks if nb not in live]
+    assert live and quiet
+    two = ["-n", "2", "--dist", "loadfile"] if (os.cpu_count() or 1) >= 2 else []
+    for group, extra in ((quiet, two), (live, [])):
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--nbval-lax",
+            "--nbval-current-env",
+            "--nbval-kernel-startup-timeout",
+            "30",
+            "--nbval-sanitize-with",
+            "tests/nbval_sanitize.cfg",
+            *extra,
+            *group,
+        ]
+        done = subprocess.run(
+            cmd,
+            cwd=ROOT,
+            env=_fake_env(**{fake_cuda.LOG_ENV: str(log)}),
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        assert done.returncode == 0, _first_failure(done.stdout)
     events = fake_cuda.read_log(log)
     kernels = {e["pid"] for e in events if e["event"] == "installed"} - {None}
     assert len(kernels) >= len(notebooks)  # the fake was live in every notebook's kernel (and in pytest)

@@ -396,9 +396,20 @@ def test_every_page_loads_offline_with_no_errors(tour, pages):
     assert not problems, "\n".join(problems)
 
 
-def test_no_page_scrolls_sideways_on_a_phone(tour, site):
-    """At 390 px (a phone) no page is wider than the screen; wide tables scroll in their own box."""
-    too_wide = []
+# At 390 px a chapter's figure is drawn at no less than 42rem (or its own width, if narrower) and
+# scrolls in its box: shrunk to the screen, a 911 px roofline drew its labels about 4 px high. The
+# smallest label is 9 pt at 100 dpi (12.5 px in the PNG); drawn at 672 of 911 px, about 9 px.
+_PHONE_FIGURES = """() => Array.from(document.querySelectorAll('.bd-article .cell_output figure img'))
+    .filter(img => img.naturalWidth > 0)
+    .map(img => ({src: img.getAttribute('src').slice(-24), natural: img.naturalWidth,
+                  drawn: img.getBoundingClientRect().width,
+                  box: getComputedStyle(img.closest('.cell_output')).overflowX}))"""
+
+
+def test_no_page_scrolls_sideways_on_a_phone_and_figures_stay_legible(tour, site):
+    """At 390 px (a phone) no page is wider than the screen; wide tables and figures scroll in their
+    own box, and no chapter's figure is shrunk below legibility."""
+    too_wide, shrunk, figures_seen = [], [], 0
     for path, visit in tour.items():
         if 'http-equiv="refresh"' in (site / path).read_text(encoding="utf-8").lower():
             continue  # the root index.html only redirects to the landing page
@@ -411,12 +422,19 @@ def test_no_page_scrolls_sideways_on_a_phone(tour, site):
                     .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('.pst-scrollable-table-container, .roofline-table-scroll, pre, .highlight, mjx-container, .MathJax, .cell_output'))
                     .slice(0, 3).map(e => e.tagName + '.' + e.className)""")
                 too_wide.append(f"{path}: {width} px wide ({culprits})")
+            if path.startswith("notebooks/"):
+                for fig in page.evaluate(_PHONE_FIGURES):
+                    figures_seen += 1
+                    if fig["drawn"] < min(fig["natural"], 672) - 1 or fig["box"] not in ("auto", "scroll"):
+                        shrunk.append(f"{path} {fig}")
             if path == CHAPTER_1:
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(SHOTS / "chapter-01-390px.png"))
         finally:
             page.set_viewport_size(DESKTOP)  # the tour's other checks read the desktop layout
     assert not too_wide, "\n".join(too_wide)
+    assert figures_seen >= 10, f"only {figures_seen} figures found on the chapters"
+    assert not shrunk, "figures shrunk below legibility at 390 px:\n" + "\n".join(shrunk)
 
 
 def test_the_hardware_table_scrolls_in_its_box_with_the_gpu_names_in_view(browser, server):
