@@ -347,6 +347,23 @@ def test_every_figure_cell_shows_its_caption_in_jupyterlab_too(page):
     assert not found, f"{page.name}: figure cells that JupyterLab would show without caption: {found}"
 
 
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_a_cell_the_website_hides_shows_collapsed_in_jupyterlab(page):
+    # the site drops a remove-input cell's code; Lab shows it unless jupyter.source_hidden is set,
+    # and chapter 4's KV figure, chapter 6's kernel plot and three of chapter 7's cells showed theirs
+    import jupytext
+
+    text = page.read_text(encoding="utf-8")
+    if not text.startswith("---\njupytext:"):
+        return
+    open_code = [
+        c.source.splitlines()[0]
+        for c in jupytext.reads(text, fmt="md:myst").cells
+        if "remove-input" in c.metadata.get("tags", ()) and not c.metadata.get("jupyter", {}).get("source_hidden")
+    ]
+    assert not open_code, f"{page.name}: cells hidden on the site but open in Lab: {open_code}"
+
+
 def test_the_figure_check_sees_a_bare_figure_and_a_wrong_name():
     import nbformat
 

@@ -6,14 +6,18 @@ with the settings ``make install`` puts in the environment (``lab/overrides.json
 contents manager ``lab/jupyter_server_config.json`` names). Debian's
 ``chromium``, driven by the ``playwright`` package (never ``playwright install``), then
 
-* opens chapter 1 and exercise 2 by URL and checks that each opens as a notebook with a kernel;
-* runs all cells, and checks there is no error output, no stderr block and no placeholder left
-  in the rendered prose (no ``{glue``, no unevaluated ``prose["..."]``, no raw directive);
+* opens chapter 1 by URL, runs all its cells and checks that it opened as a notebook with a kernel,
+  shows no error, stderr block or placeholder (no ``{glue``, no unevaluated ``prose["..."]``, no
+  raw directive), shows its figures' captions and alt text, and has a live explorer whose readout
+  and figure change when it is moved;
 * compares every number the chapter's prose shows with the built website's page (when the site
   is built; ``make test`` builds it first and sets ``ROOFLINE_SITE_REQUIRED``);
-* moves the ipywidgets explorer and checks that its readout and its figure change.
+* opens chapters 4 and 8 and exercise 2: no modified marker on open, the last build's numbers in
+  the prose before Run All, links that work, a save that changes nothing; then runs each, with one
+  caption per figure;
 * runs axe-core (vendored in ``tests/vendor/axe-core``) on the cells of chapters 1, 4 and 8 and
-  exercise 2: no critical or serious violation in the course's content (Lab's own chrome aside).
+  exercise 2, as opened and after Run All: no critical or serious violation in the course's content
+  (Lab's own chrome aside).
 
 The server is stopped by its process id. Screenshots of chapter 1 before and after Run All land
 in ``_build/screenshots/``.
@@ -281,26 +285,20 @@ def chapter(browser, lab):
 # --------------------------------------------------------------------------- the tests
 
 
-@pytest.mark.parametrize("path", [CHAPTER, EXERCISE])
-def test_a_url_opens_the_md_file_as_a_notebook_with_a_kernel(browser, lab, path):
-    nb = Notebook(browser, lab, path)
-    try:
-        assert nb.page.locator(".jp-FileEditor").count() == 0, f"{path} opened as a text file"
-        assert nb.panel.locator(".jp-CodeCell").count() >= 2
-        assert nb.panel.locator(".jp-MarkdownCell").count() >= 2
-        kernel = nb.panel.locator(".jp-KernelName").inner_text()
-        assert "Python" in kernel, kernel
-        # The cells the website hides (tagged remove-input) show collapsed: their code is one click away.
-        hidden = sum("remove-input" in c.metadata.get("tags", ()) for c in jupytext.read(ROOT / path).cells)
-        assert nb.panel.locator(".jp-InputPlaceholder").count() == hidden, f"{path}: {hidden} inputs to collapse"
-        if path == EXERCISE:
-            nb.run_all()
-            _assert_clean(nb, path)
-            found = nb.axe_violations()  # its cells once run: prose, outputs, figures
-            assert not found, f"{path}: axe-core violations in the cells:\n" + "\n".join(found)
-        assert not nb.problems, nb.problems
-    finally:
-        nb.close()
+def _assert_a_notebook_with_a_kernel(nb: Notebook, path: str) -> None:
+    """The page opened by URL is a notebook (not a text file) with its cells and the course's kernel."""
+    assert nb.page.locator(".jp-FileEditor").count() == 0, f"{path} opened as a text file"
+    assert nb.panel.locator(".jp-CodeCell").count() >= 2
+    assert nb.panel.locator(".jp-MarkdownCell").count() >= 2
+    kernel = nb.panel.locator(".jp-KernelName").inner_text()
+    assert "Python" in kernel, kernel
+    # The cells the website hides (tagged remove-input) show collapsed: their code is one click away.
+    hidden = sum("remove-input" in c.metadata.get("tags", ()) for c in jupytext.read(ROOT / path).cells)
+    assert nb.panel.locator(".jp-InputPlaceholder").count() == hidden, f"{path}: {hidden} inputs to collapse"
+
+
+def test_a_url_opens_chapter_1_as_a_notebook_with_a_kernel(chapter):
+    _assert_a_notebook_with_a_kernel(chapter, CHAPTER)
 
 
 def _assert_clean(nb: Notebook, path: str) -> None:
@@ -477,6 +475,7 @@ def test_links_work_and_an_unedited_save_changes_nothing(browser, lab, path):
     # Lab turns into links that open the page; and saving a chapter unedited must not change it.
     nb = Notebook(browser, lab, path)
     try:
+        _assert_a_notebook_with_a_kernel(nb, path)
         nb.page.wait_for_function(
             "n => document.querySelectorAll('.jp-NotebookPanel .jp-MarkdownCell .myst').length >= n",
             arg=nb.panel.locator(".jp-MarkdownCell").count(),
@@ -526,17 +525,17 @@ def test_links_work_and_an_unedited_save_changes_nothing(browser, lab, path):
         # with "Python 3" Lab rewrote the kernelspec on every save
         assert after == before, f"saving {path} unedited changed it"
         assert not _tab_is_dirty(nb), f"{path} is still marked modified after its save"
-        if path != EXERCISE:  # (exercise 2 has no figure; its run is checked above)
-            # run, each figure shows its caption, and the run adds no axe violation
-            figures = sum(
-                1 for c in jupytext.read(lab["root"] / path).cells if "figure" in c.metadata.get("mystnb", {})
-            )
-            nb.run_all(timeout_s=150)
-            captions = nb.panel.locator(".jp-OutputArea-output strong", has_text="Figure.")
+        # run: no error, no stderr, no placeholder left; one caption under each figure (exercise 2
+        # has none); and the run adds no axe violation
+        figures = sum(1 for c in jupytext.read(lab["root"] / path).cells if "figure" in c.metadata.get("mystnb", {}))
+        nb.run_all(timeout_s=150)
+        _assert_clean(nb, path)
+        captions = nb.panel.locator(".jp-OutputArea-output strong", has_text="Figure.")
+        if figures:
             captions.nth(figures - 1).wait_for(timeout=20_000)
-            assert captions.count() == figures, f"{path}: {captions.count()} captions under {figures} figures"
-            found = nb.axe_violations()
-            assert not found, f"{path} after Run All: axe-core violations in the cells:\n" + "\n".join(found)
+        assert captions.count() == figures, f"{path}: {captions.count()} captions under {figures} figures"
+        found = nb.axe_violations()
+        assert not found, f"{path} after Run All: axe-core violations in the cells:\n" + "\n".join(found)
         assert not nb.problems, nb.problems
     finally:
         nb.close()
