@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -124,6 +125,50 @@ def test_profiling_cpu_work_never_waits_on_the_gpu(monkeypatch):
 EXERCISE_IMPORTS = {"math", "roofline_lib.observer"}
 
 
+#: What a chapter may import and still have no GPU path: nothing here loads torch (checked below).
+GPU_FREE_IMPORTS = {
+    "IPython.display",
+    "dataclasses",
+    "inspect",
+    "math",
+    "matplotlib.figure",
+    "matplotlib.ticker",
+    "roofline_lib",
+    "roofline_lib.plots",
+    "roofline_lib.prose",
+    "roofline_lib.scenarios",
+    "roofline_lib.widgets",
+}
+_GPU_WORDS = re.compile(r"\b(torch|cuda|triton|measure_\w+|device)\b")  # rl.measure_collectives and the like
+
+
+def _code_of(page: Path) -> list[str]:
+    return [
+        "\n".join(line for line in c.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        for c in jupytext.read(page).cells
+        if c.cell_type == "code"
+    ]
+
+
+def _reaches_no_gpu(page: Path) -> bool:
+    """Whether a page's code imports only GPU_FREE_IMPORTS and names nothing that could reach a GPU."""
+    code = _code_of(page)
+    imported = set().union(*(_imports(src) for src in code))
+    return imported <= GPU_FREE_IMPORTS and not any(_GPU_WORDS.search(src) for src in code)
+
+
+def test_some_chapters_have_no_gpu_path_for_the_fake_to_run():
+    free = [p.name for p in sorted((ROOT / "notebooks").glob("*.md")) if _reaches_no_gpu(p)]
+    assert free and len(free) < 10, free  # chapters 1, 2 and 4 today; every other one runs on the fake
+    probe = "import sys, " + ", ".join(sorted(GPU_FREE_IMPORTS)) + "; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert done.stdout.split() == ["False"], done.stderr
+    # and the check sees a chapter that would reach one
+    assert _GPU_WORDS.search("ceilings = rl.measure_collectives(ranks=2)")
+    assert not _imports("import roofline_lib as rl") - GPU_FREE_IMPORTS
+    assert _imports("from roofline_lib import measure") - GPU_FREE_IMPORTS
+
+
 def _imports(source: str) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(source)):
@@ -187,6 +232,9 @@ def test_every_chapter_passes_on_a_fake_h200(tmp_path):
     # The pages that time this machine run one at a time: a roof read while another kernel held a
     # core is low, and a step timed a moment later then beats it (chapter 10 failed so). The others
     # share the cores two at a time, each notebook whole in one kernel.
+    # A chapter that cannot reach a GPU (test_some_chapters_have_no_gpu_path_for_the_fake_to_run)
+    # runs as it does in the book build, which executes it already.
+    notebooks = [nb for nb in notebooks if not _reaches_no_gpu(ROOT / nb)]
     live = [nb for nb in notebooks if _times_this_machine(ROOT / nb)]
     quiet = [nb for nb in notebooks if nb not in live]
     assert live and quiet
