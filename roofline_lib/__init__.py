@@ -29,6 +29,7 @@ included; a private helper such as ``_format`` sits at its highest importer's la
     measure       -> timing (do_bench on CUDA, careful CPU fallback), this machine's ceilings
     records       -> the schema and files of recorded GPU measurements (the caller names the folder)
     record_report -> what a chapter shows of a record: targets, live beside recorded
+    prose         -> helpers for values quoted in a chapter's prose
     plots         -> matplotlib rooflines
     widgets       -> ipywidgets explorers
     widgets_parallel -> the parallelism planner's explorer
@@ -37,7 +38,6 @@ included; a private helper such as ``_format`` sits at its highest importer's la
                      from a real profile
     kernels       -> Triton demo kernels (fused element-wise, add+RMSNorm) with torch references
     export        -> JSON export of the registry for the static site
-    prose         -> helpers for values quoted in a chapter's prose
     observer      -> what an exercise notebook reports to the grader
     grading       -> checks behind the autograded exercises
     cli           -> the ``roofline`` command (a face: nothing above imports it)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,10 +32,11 @@ from typing import Any
 from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
 from jupytext.async_contentsmanager import build_async_jupytext_contents_manager_class
 
+from .prose import ROLE
+
 __all__ = ["CourseContentsManager", "course_language_info", "last_build_values", "PLACEHOLDER"]
 
 _TEXT_NOTEBOOK_SUFFIXES = (".md", ".myst", ".py")
-_EVAL_ROLE = re.compile(r'\{eval\}`(prose\["([^"\\]+)"\])`')  # the one form the chapters use
 PLACEHOLDER = "…"  # a value no build has recorded yet
 RECORDS = Path("_build") / "prose"  # under the server's root: what the last book build quoted
 
@@ -57,7 +57,7 @@ def _add_user_expressions(notebook, values: dict[str, str]) -> None:
         if cell.cell_type != "markdown" or "user_expressions" in cell.metadata:
             continue
         seen: dict[str, str] = {}
-        for expression, ref in _EVAL_ROLE.findall(cell.source):
+        for expression, ref in ROLE.findall(cell.source):
             seen.setdefault(expression, values.get(ref, PLACEHOLDER))
         if seen:
             cell.metadata["user_expressions"] = [

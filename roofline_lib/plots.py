@@ -28,6 +28,7 @@ from ._checks import _positive
 from ._format import flops_rate as _flops_rate
 from ._format import num as _num
 from .hardware import GPUSpec, as_gpu
+from .prose import ROLE as PROSE_ROLE
 from .roofline import ridge_point
 
 __all__ = [
@@ -477,8 +478,6 @@ def plot_ridge_by_precision(gpus=("A100", "H100", "H200", "B200")) -> RooflineFi
 
 # --------------------------------------------------------------------------- figures in JupyterLab
 
-# The one form of {eval} role the chapters use (the pattern _config.yml gives myst-nb)
-_EVAL_ROLE = re.compile(r'\{eval\}`prose\["([A-Za-z_][A-Za-z0-9_]*(?::[^"\\]*)?)"\]`')
 _PAGE_FOLDERS = ("notebooks", "exercises", "solutions")
 _PAGE_CACHE: dict[Path, tuple[int, dict[str, tuple[str, str]]]] = {}
 
@@ -534,11 +533,11 @@ def _fill_prose_roles(text: str) -> str:
             from IPython import get_ipython
 
             prose = get_ipython().user_ns["prose"]
-            return str(prose[match.group(1)])
+            return str(prose[match.group(2)])
         except Exception:  # not in a notebook, or the value is not set yet
             return "…"
 
-    return _EVAL_ROLE.sub(value, text)
+    return PROSE_ROLE.sub(value, text)
 
 
 def _png_of(fig: Figure) -> bytes:

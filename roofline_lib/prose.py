@@ -49,9 +49,12 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["Prose", "Shown"]
+__all__ = ["Prose", "Shown", "ROLE"]
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: The one form of ``{eval}`` role the chapters write (the pattern ``_config.yml`` gives myst-nb):
+#: group 1 is the expression, ``prose["key:spec"]``, and group 2 its ``key:spec``.
+ROLE = re.compile(r'\{eval\}`(prose\["([A-Za-z_][A-Za-z0-9_]*(?::[^"\\]*)?)"\])`')
 RECORD_ENV = "ROOFLINE_PROSE_RECORD"  # set by the book build: where the quoted texts go
 _recorded: dict[str, str] = {}  # this kernel's quoted texts, "key:spec" -> text
 

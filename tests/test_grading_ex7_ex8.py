@@ -63,6 +63,14 @@ def test_ex7_the_micro_batch_that_fits_and_hides_is_two():
     assert [_judge("ex7-i", micro_batch=b).status for b in (1, 2, 3)] == ["wrong", "correct", "wrong"]
 
 
+def _assert_slip_gets_its_hint(part, name, value, hint):
+    """A known slip is wrong, and both modes name it by its hint, not by "too high/low"."""
+    verdict = _judge(part, **{name: value})
+    assert verdict.status == "wrong"
+    assert hint in verdict.submit and hint in verdict.practice
+    assert "high" not in verdict.submit and "low" not in verdict.submit
+
+
 @pytest.mark.parametrize(
     "part, name, value, hint",
     [
@@ -80,10 +88,7 @@ def test_ex7_the_micro_batch_that_fits_and_hides_is_two():
     ids=["mha", "tied", "weights-grads", "no-master", "scores", "one-layer", "flat", "nvlink", "all-reduce", "forward"],
 )
 def test_ex7_each_known_slip_gets_its_hint_in_both_modes(part, name, value, hint):
-    verdict = _judge(part, **{name: value})
-    assert verdict.status == "wrong"
-    assert hint in verdict.submit and hint in verdict.practice
-    assert "high" not in verdict.submit and "low" not in verdict.submit
+    _assert_slip_gets_its_hint(part, name, value, hint)
 
 
 def test_ex7_a_unit_slip_is_named():
@@ -208,10 +213,7 @@ def test_ex8_the_references_worked_by_hand():
          "capacity", "ttft-memory", "chunk-alone"],
 )  # fmt: skip
 def test_ex8_each_known_slip_gets_its_hint_in_both_modes(part, name, value, hint):
-    verdict = _judge(part, **{name: value})
-    assert verdict.status == "wrong"
-    assert hint in verdict.submit and hint in verdict.practice
-    assert "high" not in verdict.submit and "low" not in verdict.submit
+    _assert_slip_gets_its_hint(part, name, value, hint)
 
 
 def test_ex8_the_keys_step_is_within_a_few_percent_of_the_librarys_own_step_model():

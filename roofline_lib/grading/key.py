@@ -992,6 +992,16 @@ def _function_part(key, title, name, reference, probes, refuse, concept, *, fiel
     )
 
 
+def _write_and_refuse(keys, name, reference, probes, concept, refusal, *, refusal_title, units) -> tuple[Part, Part]:
+    """Two parts on the student's function ``name``: "write name()" on fair probes, and
+    "name() <refusal_title>" on probes it must refuse (``refusal`` is that part's concept)."""
+    write_key, refuse_key = keys
+    return (
+        _function_part(write_key, f"write {name}()", name, reference, probes, False, concept, units=units),
+        _function_part(refuse_key, f"{name}() {refusal_title}", name, reference, probes, True, refusal, units=units),
+    )
+
+
 def _ex2_ridge_part(key, chip) -> Part:
     """Exercise 2's ridge of chip ``chip`` ("p" or "q"); the inverted ratio is its trap."""
     peak, hbm = f"{chip}_bf16", f"{chip}_hbm"  # keys of EX2, read when judged
@@ -1134,18 +1144,16 @@ _PART_LIST: list[Part] = [
         (1, 2, 3, 4),
         "Where does each chip's ridge sit relative to the kernel?",
     ),
-    *(
-        _function_part(key, title, "ceiling", ref_ceiling, _ceiling_probes, refuse, concept, units={"result": "FLOP/s"})
-        for key, title, refuse, concept in (
-            ("ex2-g", "write ceiling()", False, _ROOF),
-            (
-                "ex2-h",
-                "ceiling() refuses what has no answer",
-                True,
-                "An accelerator without compute in a format has no roof for it, and an intensity "
-                "must be a positive number of FLOP/byte.",
-            ),
-        )
+    *_write_and_refuse(
+        ("ex2-g", "ex2-h"),
+        "ceiling",
+        ref_ceiling,
+        _ceiling_probes,
+        _ROOF,
+        "An accelerator without compute in a format has no roof for it, and an intensity "
+        "must be a positive number of FLOP/byte.",
+        refusal_title="refuses what has no answer",
+        units={"result": "FLOP/s"},
     ),
     # ------------------------------------------------------------------ ex3
     _asks(
@@ -1503,19 +1511,15 @@ _PART_LIST += [
             ),
         ],
     ),
-    *(
-        _function_part(
-            key, title, "step_seconds", ref_step_seconds, _step_probes, refuse, concept, units={"result": "seconds"}
-        )
-        for key, title, refuse, concept in (
-            ("ex6-g", "write step_seconds()", False, _OVERLAP),
-            (
-                "ex6-h",
-                "step_seconds() refuses impossible inputs",
-                True,
-                "A step needs at least one accelerator, a positive number of tokens and an MFU that is a fraction.",
-            ),
-        )
+    *_write_and_refuse(
+        ("ex6-g", "ex6-h"),
+        "step_seconds",
+        ref_step_seconds,
+        _step_probes,
+        _OVERLAP,
+        "A step needs at least one accelerator, a positive number of tokens and an MFU that is a fraction.",
+        refusal_title="refuses impossible inputs",
+        units={"result": "seconds"},
     ),
     _asks(
         "ex6-i",
@@ -1666,27 +1670,16 @@ _PART_LIST += [
         tuple(range(1, EX7["max_micro_batch"] + 1)),
         "More sequences per card lengthen the compute but add activations: " + _FITS,
     ),
-    *(
-        _function_part(
-            key,
-            title,
-            "zero_bytes_per_gpu",
-            ref_zero_bytes_per_gpu,
-            _zero_probes,
-            refuse,
-            concept,
-            units={"result": "bytes"},
-        )  # fmt: skip
-        for key, title, refuse, concept in (
-            ("ex7-j", "write zero_bytes_per_gpu()", False, _ZERO),
-            (
-                "ex7-k",
-                "zero_bytes_per_gpu() refuses what has no answer",
-                True,
-                "ZeRO has stages 0 to 3, a model has a positive number of parameters, and data "
-                "parallelism needs a whole number of at least one card.",
-            ),
-        )
+    *_write_and_refuse(
+        ("ex7-j", "ex7-k"),
+        "zero_bytes_per_gpu",
+        ref_zero_bytes_per_gpu,
+        _zero_probes,
+        _ZERO,
+        "ZeRO has stages 0 to 3, a model has a positive number of parameters, and data "
+        "parallelism needs a whole number of at least one card.",
+        refusal_title="refuses what has no answer",
+        units={"result": "bytes"},
     ),
     _asks(
         "ex7-l",
@@ -1810,20 +1803,16 @@ _PART_LIST += [
         "of its two roofs.",
         traps=[(lambda: _ex8_ttft(roof="memory"), "that is the memory roof; a long prompt is compute-bound.")],
     ),
-    *(
-        _function_part(
-            key, title, "tpot_seconds", ref_tpot_seconds, _tpot_probes, refuse, concept, units={"result": "seconds"}
-        )
-        for key, title, refuse, concept in (
-            ("ex8-g", "write tpot_seconds()", False, _DECODE),
-            (
-                "ex8-h",
-                "tpot_seconds() refuses what has no answer",
-                True,
-                "A step needs a whole batch of at least one sequence, a context of at least one token and "
-                "a memory that moves bytes.",
-            ),
-        )
+    *_write_and_refuse(
+        ("ex8-g", "ex8-h"),
+        "tpot_seconds",
+        ref_tpot_seconds,
+        _tpot_probes,
+        _DECODE,
+        "A step needs a whole batch of at least one sequence, a context of at least one token and "
+        "a memory that moves bytes.",
+        refusal_title="refuses what has no answer",
+        units={"result": "seconds"},
     ),
     _asks(
         "ex8-i",
