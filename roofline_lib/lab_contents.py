@@ -51,6 +51,22 @@ def last_build_values(root, path: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in values.items()} if isinstance(values, dict) else {}
 
 
+def _save_drops_user_expressions(notebook, config) -> bool:
+    """Whether jupytext's cell metadata filter for this notebook keeps ``user_expressions`` out of a save.
+
+    The filter comes from the notebook's own header or from the jupytext configuration that
+    applies to it; the course's ``jupytext.toml`` drops them on every page. A notebook outside it
+    would have the values handed to it written into its file by the reader's next save, so it gets
+    none.
+    """
+    tokens = set()
+    for spec in ((notebook.metadata.get("jupytext") or {}).get("cell_metadata_filter"),
+                 getattr(config, "cell_metadata_filter", None)):  # fmt: skip
+        if isinstance(spec, str):
+            tokens |= {t.strip() for t in spec.split(",")}
+    return "-user_expressions" in tokens or "-all" in tokens
+
+
 def _add_user_expressions(notebook, values: dict[str, str]) -> None:
     """Give each Markdown cell a result for every ``{eval}`` role in it, as jupyterlab-myst reads them."""
     for cell in notebook.cells:
@@ -93,7 +109,8 @@ class CourseContentsManager(build_async_jupytext_contents_manager_class(AsyncLar
         if content and model.get("type") == "notebook" and str(path).endswith(_TEXT_NOTEBOOK_SUFFIXES):
             notebook = model.get("content")
             self._add_language_info(notebook)
-            if notebook is not None:
+            config = await self.get_config(path, use_cache=True)
+            if notebook is not None and _save_drops_user_expressions(notebook, config):
                 _add_user_expressions(notebook, last_build_values(self.root_dir, str(path)))
         return model
 

@@ -164,3 +164,20 @@ def test_the_book_build_records_what_each_role_showed(tmp_path, monkeypatch):
     monkeypatch.delenv(RECORD_ENV)
     prose["ridge:.1f"]  # a reader's kernel writes nowhere
     assert "ridge:.1f" not in json.loads(target.read_text(encoding="utf-8"))
+
+
+def test_a_notebook_whose_save_would_keep_them_gets_no_values(tmp_path):
+    # A reader's own MyST notebook outside the course (no jupytext.toml dropping user_expressions):
+    # handed values, its next save wrote "…" placeholders into the file for good
+    page = tmp_path / "mine.md"
+    page.write_text(
+        "---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+        "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n\n"
+        '# Mine\n\nThe value is {eval}`prose["x"]`.\n',
+        encoding="utf-8",
+    )
+    manager = CourseContentsManager(root_dir=str(tmp_path))
+    model = _get(manager, "mine.md")
+    assert _roles(model["content"]) == []
+    asyncio.run(manager.save({"type": "notebook", "format": "json", "content": model["content"]}, "mine.md"))
+    assert "user_expressions" not in page.read_text(encoding="utf-8")
