@@ -2,9 +2,14 @@
 
 The site in ``_build/html`` is served on 127.0.0.1 and opened in Debian's ``chromium``, driven by
 the ``playwright`` package through its executable path (never ``playwright install``). Every
-request to another host is aborted and counted as a failure, so a page that still reaches for a
-CDN (a script, a style sheet, a font, MathJax, the widget manager) fails here rather than on a
-reader's firewalled laptop.
+request to another host is counted as a failure, and the browser cannot make it (its resolver
+knows no host but 127.0.0.1), so a page that still reaches for a CDN (a script, a style sheet, a
+font, MathJax, the widget manager) fails here rather than on a reader's firewalled laptop.
+
+The pages share one browser context, and so its cache, as a reader's tab does: the theme's
+scripts (MathJax and the icon font's script are 1.2 and 1.5 MB) are compiled once, not once per
+page. (Playwright's request interception, the other way to stop off-host requests, turns the
+cache off; with it every page was a cold load and the tour took twice the CPU.)
 
 This module builds nothing. ``make test`` builds the book, then runs it with
 ``ROOFLINE_SITE_REQUIRED=1``; run alone without a built site it skips and says why.
@@ -45,6 +50,8 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    # no host but the test server resolves: an off-host request fails in the browser itself
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ]
 CHAPTER_1 = "notebooks/01_two_speed_limits.html"
 CHAPTER_3 = "notebooks/03_counting_flops.html"
@@ -90,6 +97,10 @@ class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, *args):  # keep pytest's output for failures
         pass
 
+    def end_headers(self):
+        self.send_header("Cache-Control", "max-age=600")  # as a static host serves a site
+        super().end_headers()
+
 
 @pytest.fixture(scope="module")
 def server(site):
@@ -116,19 +127,25 @@ def browser(site):
         pw.stop()
 
 
+@pytest.fixture(scope="module")
+def context(browser):
+    """The one browser context every page of this module opens in (one cache, as in a reader's tab)."""
+    ctx = browser.new_context(viewport=DESKTOP)
+    yield ctx
+    ctx.close()
+
+
 class Visit:
     """One page opened with every off-host request aborted and every problem written down."""
 
-    def __init__(self, browser, base: str, path: str, *, settle: bool = True):
+    def __init__(self, context, base: str, path: str, *, settle: bool = True):
         self.path = path
         self.problems: list[str] = []
-        self.context = browser.new_context(viewport=DESKTOP)
-        self.context.route("**/*", self._route)
         self._host = urlsplit(base).netloc
-        self.page = self.context.new_page()
+        self.page = context.new_page()
         page = self.page
         self._in_flight: set = set()  # requests asked for and not yet answered
-        page.on("request", lambda r: self._in_flight.add(r))
+        page.on("request", self._requested)
         page.on("requestfinished", lambda r: self._in_flight.discard(r))
         page.on("requestfailed", lambda r: self._in_flight.discard(r))
         page.on("console", lambda m: m.type == "error" and self.problems.append(f"console error: {m.text}"))
@@ -162,29 +179,27 @@ class Visit:
             )
             page.wait_for_timeout(25)
 
-    def _route(self, route):
-        host = urlsplit(route.request.url).netloc
-        if route.request.url.startswith(("data:", "blob:")) or host == self._host:
-            route.continue_()
-        else:
-            self.problems.append(f"request to another host (aborted): {route.request.url}")
-            route.abort()
+    def _requested(self, request):
+        self._in_flight.add(request)
+        url = request.url
+        if not url.startswith(("data:", "blob:")) and urlsplit(url).netloc != self._host:
+            self.problems.append(f"request to another host (it cannot resolve): {url}")
 
     def _failed(self, request):
         if urlsplit(request.url).netloc == self._host:
             self.problems.append(f"failed request: {request.url} ({request.failure})")
 
     def close(self):
-        self.context.close()
+        self.page.close()
 
 
 @pytest.fixture(scope="module")
-def tour(browser, server, pages) -> dict[str, Visit]:
+def tour(context, server, pages) -> dict[str, Visit]:
     """Every page opened once and kept open for the checks that only read it. Pages open a few at
     a time, so one page's wait for its network to fall quiet overlaps the others' loading."""
     visits: dict[str, Visit] = {}
     for start in range(0, len(pages), TOUR_BATCH):
-        batch = [Visit(browser, server, path, settle=False) for path in pages[start : start + TOUR_BATCH]]
+        batch = [Visit(context, server, path, settle=False) for path in pages[start : start + TOUR_BATCH]]
         for v in batch:
             v.settle()
             visits[v.path] = v
@@ -194,11 +209,11 @@ def tour(browser, server, pages) -> dict[str, Visit]:
 
 
 @pytest.fixture
-def visit(browser, server):
+def visit(context, server):
     opened: list[Visit] = []
 
     def _open(path: str) -> Visit:
-        v = Visit(browser, server, path)
+        v = Visit(context, server, path)
         opened.append(v)
         return v
 
@@ -390,6 +405,26 @@ def test_landing_page_says_what_the_course_is_and_where_numbers_come_from(site):
 # --------------------------------------------------------------------------- in the browser
 
 
+def test_a_request_to_another_host_is_counted_and_cannot_reach_it(context, server):
+    """The tour's offline check, tried on a page that reaches for a CDN: the request is written
+    down as a problem and fails in the browser, which resolves no host but the test server."""
+    v = Visit(context, server, "book/glossary.html")
+    try:
+        failures = []
+        v.page.on("requestfailed", lambda r: failures.append((r.url, r.failure)))
+        v.page.evaluate("""() => new Promise(done => {
+            const img = document.createElement('img');
+            img.onerror = img.onload = done;
+            img.src = 'https://cdn.example.com/pixel.png';
+            document.body.append(img);
+        })""")
+        assert any("cdn.example.com" in p and "another host" in p for p in v.problems), v.problems
+        assert failures and "cdn.example.com" in failures[0][0], failures
+        assert "NAME_NOT_RESOLVED" in (failures[0][1] or ""), failures
+    finally:
+        v.close()
+
+
 def test_every_page_loads_offline_with_no_errors(tour, pages):
     assert list(tour) == pages
     problems = [f"{page}: {p}" for page, v in tour.items() for p in v.problems]
@@ -437,10 +472,9 @@ def test_no_page_scrolls_sideways_on_a_phone_and_figures_stay_legible(tour, site
     assert not shrunk, "figures shrunk below legibility at 390 px:\n" + "\n".join(shrunk)
 
 
-def test_the_hardware_table_scrolls_in_its_box_with_the_gpu_names_in_view(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+def test_the_hardware_table_scrolls_in_its_box_with_the_gpu_names_in_view(context, server):
+    page = context.new_page()
     try:
-        page = context.new_page()
         page.goto(f"{server}/book/hardware.html", wait_until="load")
         table = page.locator(".bd-article table").first
         box = table.locator("xpath=..")
@@ -458,7 +492,7 @@ def test_the_hardware_table_scrolls_in_its_box_with_the_gpu_names_in_view(browse
             last = table.locator("thead th").last
             assert last.bounding_box()["x"] + last.bounding_box()["width"] <= info["viewport"] + 1
     finally:
-        context.close()
+        page.close()
 
 
 def test_math_is_typeset_by_the_vendored_mathjax(tour):
@@ -876,10 +910,9 @@ def test_parallel_explorer_updates_and_refuses_a_layout(visit):
     assert not v.problems, "\n".join(v.problems)
 
 
-def test_search_from_disk_lists_results_and_says_snippets_need_make_serve(browser, site):
-    context = browser.new_context()
+def test_search_from_disk_lists_results_and_says_snippets_need_make_serve(context, site):
+    page = context.new_page()
     try:
-        page = context.new_page()
         errors = []
         page.on("console", lambda m: m.type == "error" and errors.append(m.text))
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -891,7 +924,7 @@ def test_search_from_disk_lists_results_and_says_snippets_need_make_serve(browse
         page.wait_for_timeout(500)
         assert not errors, errors  # no CORS error per result: no snippet is fetched from disk
     finally:
-        context.close()
+        page.close()
 
 
 def test_search_returns_results(visit):
@@ -923,11 +956,10 @@ def test_screenshots_of_the_landing_page_and_chapter_1(tour):
         assert not v.problems, "\n".join(v.problems)
 
 
-def test_explorer_works_from_a_file_url(browser, site):
+def test_explorer_works_from_a_file_url(context, site):
     """The registry is a script, not a fetched file, so the explorer also runs from disk."""
-    context = browser.new_context()
+    page = context.new_page()
     try:
-        page = context.new_page()
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto((site / CHAPTER_1).resolve().as_uri(), wait_until="load")
@@ -936,4 +968,4 @@ def test_explorer_works_from_a_file_url(browser, site):
         assert explorer.locator('dd[data-quantity="ridge_flops_per_byte"]').inner_text() == "153 FLOP/byte"
         assert not errors, errors
     finally:
-        context.close()
+        page.close()
