@@ -12,9 +12,10 @@ contents manager ``lab/jupyter_server_config.json`` names). Debian's
   and figure change when it is moved;
 * compares every number the chapter's prose shows with the built website's page (when the site
   is built; ``make test`` builds it first and sets ``ROOFLINE_SITE_REQUIRED``);
-* opens chapters 4 and 8 and exercise 2: no modified marker on open, the last build's numbers in
-  the prose before Run All, links that work, a save that changes nothing; then runs each, with one
-  caption per figure;
+* opens chapters 4 and 8 and exercise 2 in that same Lab, as from its file browser (booting Lab
+  costs chromium about 5 CPU-seconds, once): no modified marker on open, the last build's
+  numbers in the prose before Run All, links that work, a save that changes nothing; then runs
+  each, with one caption per figure;
 * runs axe-core (vendored in ``tests/vendor/axe-core``) on the cells of chapters 1, 4 and 8 and
   exercise 2, as opened and after Run All: no critical or serious violation in the course's content
   (Lab's own chrome aside).
@@ -57,17 +58,16 @@ COPIED = ("notebooks", "exercises", "book", "jupytext.toml")  # what the noteboo
 PLACEHOLDERS = re.compile(r"\{glue|\{eval\}|prose\[|\{code-cell\}|:::\{|```\{")
 STDERR = '[data-mime-type="application/vnd.jupyter.stderr"]'
 AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"  # vendored, test-only (its README says whence)
+
+
 # axe-core on the notebook's cells, the course's content, less Lab's own chrome in them: the code
 # editor (CodeMirror's unlabelled text box), the prompts and the headings' collapse buttons
-AXE_CONTEXT = {
-    "include": [".jp-NotebookPanel .jp-Cell"],
-    "exclude": [
-        ".jp-NotebookPanel .jp-InputArea-editor",
-        ".jp-NotebookPanel .jp-InputPrompt",
-        ".jp-NotebookPanel .jp-OutputPrompt",
-        ".jp-NotebookPanel .jp-collapseHeadingButton",
-    ],
-}
+def axe_context(panel: str) -> dict:
+    """What axe-core checks in one notebook's panel (a CSS selector): its cells, less Lab's chrome."""
+    chrome = (".jp-InputArea-editor", ".jp-InputPrompt", ".jp-OutputPrompt", ".jp-collapseHeadingButton")
+    return {"include": [f"{panel} .jp-Cell"], "exclude": [f"{panel} {part}" for part in chrome]}
+
+
 AXE_RUN = """async context => {
     const found = await axe.run(context, {resultTypes: ['violations']});
     return found.violations.filter(v => v.impact === 'critical' || v.impact === 'serious').map(v =>
@@ -131,6 +131,7 @@ def lab(tmp_path_factory):
             f"--ServerApp.root_dir={root}",
             "--ServerApp.port_retries=0",
             "--LabApp.news_url=",
+            "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: the tests open notebooks through it
             "--ServerApp.open_browser=False",
         ],
         cwd=root,
@@ -183,35 +184,94 @@ def browser():
 # --------------------------------------------------------------------------- driving Lab
 
 
-class Notebook:
-    """One notebook opened by URL in its own browser page."""
+@pytest.fixture(scope="module")
+def app(browser, lab):
+    """One JupyterLab in one page, booted by chapter 1's URL (the link a reader is given); the other
+    notebooks open in it, as from Lab's file browser. Booting Lab costs chromium about 5 CPU-seconds,
+    which a page per notebook paid again for each one. Yields the page and what went wrong while
+    it booted."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    boot_problems: list[str] = []
+    page.on("pageerror", lambda e: boot_problems.append(f"page error: {e}"))
+    # a workspace of its own, so Lab restores no notebook of an earlier run beside this one
+    page.goto(f"{lab['base']}/lab/workspaces/{secrets.token_hex(4)}/tree/{CHAPTER}?reset&token={lab['token']}")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=60_000)
+    page.evaluate("async () => { await jupyterapp.started; await jupyterapp.restored; }")  # its commands are in
+    yield page, boot_problems
+    context.close()
 
-    def __init__(self, browser, lab, path: str):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
-        self.page = self.context.new_page()
-        self.problems: list[str] = []
-        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
-        # a workspace of its own, so Lab does not restore another test's notebooks beside this one
-        workspace = secrets.token_hex(4)
-        self.page.goto(f"{lab['base']}/lab/workspaces/{workspace}/tree/{path}?reset&token={lab['token']}")
-        self.page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-        self.panel = self.page.locator(".jp-NotebookPanel").first
+
+# The main-area document widget with a given id, or at a given path (JavaScript, in the page).
+_WIDGET = """(key, value) => [...jupyterapp.shell.widgets('main')]
+    .find(w => key === 'id' ? w.id === value : (w.context && w.context.path === value))"""
+
+
+class Notebook:
+    """One notebook open in the test's JupyterLab, in a panel of its own (found by the panel's id:
+    several notebooks can be open in the one Lab, and every query stays inside this one's panel)."""
+
+    def __init__(self, app, lab, path: str, *, opened_by_url: bool = False):
+        self.page, boot_problems = app
+        self.path = path
+        self.problems: list[str] = list(boot_problems) if opened_by_url else []
+        self._on_error = lambda e: self.problems.append(f"page error: {e}")
+        self.page.on("pageerror", self._on_error)
+        if opened_by_url:  # Lab opens it itself, from the URL it booted with
+            handle = self.page.wait_for_function(
+                f"p => {{ const w = ({_WIDGET})('path', p); return w && w.id; }}", arg=path, timeout=60_000
+            )
+            self.id = handle.json_value()
+        else:  # as a reader double-clicks it in the file browser: with the notebook factory
+            self.id = self.page.evaluate(
+                "async p => (await jupyterapp.commands.execute('docmanager:open', {path: p, factory: 'Notebook'})).id",
+                path,
+            )
+        self.css = f'[id="{self.id}"]'
+        self.panel = self.page.locator(self.css)
         # Lab adds the cells in batches; wait for all of them (as many as jupytext reads)
         self.n_cells = len(jupytext.read(lab["root"] / path).cells)
         self.page.wait_for_function(
-            "n => document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length >= n", arg=self.n_cells, timeout=60_000
+            "([id, n]) => document.getElementById(id).querySelectorAll('.jp-Cell').length >= n",
+            arg=[self.id, self.n_cells],
+            timeout=60_000,
         )
         # the kernel is up when the toolbar names it and its status says idle
         self.page.wait_for_function(
-            """() => {
-            const name = document.querySelector('.jp-NotebookPanel .jp-KernelName');
-            const state = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');
+            """id => {
+            const panel = document.getElementById(id);
+            const name = panel.querySelector('.jp-KernelName');
+            const state = panel.querySelector('.jp-Notebook-ExecutionIndicator');
             return name && /Python/.test(name.textContent) && state && state.dataset.status === 'idle';
         }""",
+            arg=self.id,
             timeout=60_000,
         )
 
+    def activate(self) -> None:
+        """Bring this notebook's tab to the front: the Run menu and Ctrl+S act on the current one."""
+        self.page.evaluate("id => jupyterapp.shell.activateById(id)", self.id)
+        self.panel.wait_for(state="visible", timeout=10_000)
+
+    def wait_for_rendered_markdown(self) -> None:
+        """Until jupyterlab-myst has drawn every Markdown cell."""
+        n_markdown = self.panel.locator(".jp-MarkdownCell").count()
+        self.page.wait_for_function(
+            "([id, n]) => document.getElementById(id).querySelectorAll('.jp-MarkdownCell .myst').length >= n",
+            arg=[self.id, n_markdown],
+            timeout=30_000,
+        )
+
+    def is_dirty(self) -> bool:
+        """Whether Lab marks this notebook modified: on its tab, as a reader sees it, or its panel."""
+        name = Path(self.path).name
+        tab = self.page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-dirty").filter(
+            has=self.page.locator(".lm-TabBar-tabLabel", has_text=re.compile(f"^{re.escape(name)}$"))
+        )
+        return tab.count() > 0 or "jp-mod-dirty" in (self.panel.get_attribute("class") or "")
+
     def run_all(self, timeout_s: float = 90) -> None:
+        self.activate()
         self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
         self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
         deadline = time.monotonic() + timeout_s
@@ -250,7 +310,7 @@ class Notebook:
         """Critical and serious axe-core violations in the notebook's cells."""
         if not self.page.evaluate("() => !!window.axe"):
             self.page.add_script_tag(path=str(AXE))
-        return self.page.evaluate(AXE_RUN, AXE_CONTEXT)
+        return self.page.evaluate(AXE_RUN, axe_context(self.css))
 
     def shot(self, name: str) -> None:
         """A screenshot of the chapter's second section (prose with numbers, a hidden cell)."""
@@ -259,19 +319,24 @@ class Notebook:
         self.page.screenshot(path=str(SHOTS / name))
 
     def close(self) -> None:
-        self.context.close()
+        """Shut its kernel down and close its panel (unsaved changes are dropped, as intended)."""
+        self.page.evaluate(
+            f"""async id => {{
+            const w = ({_WIDGET})('id', id);
+            if (!w) return;
+            await w.sessionContext.shutdown();
+            w.dispose();
+        }}""",
+            self.id,
+        )
+        self.page.remove_listener("pageerror", self._on_error)
 
 
 @pytest.fixture(scope="module")
-def chapter(browser, lab):
-    nb = Notebook(browser, lab, CHAPTER)
+def chapter(app, lab):
+    nb = Notebook(app, lab, CHAPTER, opened_by_url=True)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    n_markdown = nb.panel.locator(".jp-MarkdownCell").count()
-    nb.page.wait_for_function(
-        "n => document.querySelectorAll('.jp-NotebookPanel .jp-MarkdownCell .myst').length >= n",
-        arg=n_markdown,
-        timeout=30_000,
-    )
+    nb.wait_for_rendered_markdown()
     nb.shot("lab-chapter-01-before.png")
     start = time.monotonic()
     nb.run_all()
@@ -287,7 +352,7 @@ def chapter(browser, lab):
 
 def _assert_a_notebook_with_a_kernel(nb: Notebook, path: str) -> None:
     """The page opened by URL is a notebook (not a text file) with its cells and the course's kernel."""
-    assert nb.page.locator(".jp-FileEditor").count() == 0, f"{path} opened as a text file"
+    assert "jp-NotebookPanel" in (nb.panel.get_attribute("class") or ""), f"{path} opened as a text file"
     assert nb.panel.locator(".jp-CodeCell").count() >= 2
     assert nb.panel.locator(".jp-MarkdownCell").count() >= 2
     kernel = nb.panel.locator(".jp-KernelName").inner_text()
@@ -394,9 +459,10 @@ def _lab_eval_values(nb: Notebook) -> list[str]:
     text and nothing else (its ``PlainTextRenderer``); nothing else in MyST's output is such a
     span outside typeset math.
     """
-    return nb.page.evaluate("""() => {
+    return nb.page.evaluate(
+        """id => {
         const out = [];
-        for (const md of document.querySelectorAll('.jp-NotebookPanel .jp-MarkdownCell .myst')) {
+        for (const md of document.getElementById(id).querySelectorAll('.jp-MarkdownCell .myst')) {
             for (const el of md.querySelectorAll('span')) {
                 if (el.attributes.length || el.closest('.katex') || el.childNodes.length !== 1
                     || el.firstChild.nodeType !== Node.TEXT_NODE) continue;
@@ -404,7 +470,9 @@ def _lab_eval_values(nb: Notebook) -> list[str]:
             }
         }
         return out;
-    }""")
+    }""",
+        nb.id,
+    )
 
 
 def _changes(read, old, timeout_s: float = 15) -> str:
@@ -445,10 +513,11 @@ def test_the_widget_is_live_in_the_notebook(chapter):
 
 
 def test_saving_keeps_lab_results_out_of_the_source(chapter, lab):
+    chapter.activate()
     chapter.page.keyboard.press("Control+s")
     saved = lab["root"] / CHAPTER
     deadline = time.monotonic() + 20
-    while chapter.panel.locator(".jp-mod-dirty").count() and time.monotonic() < deadline:
+    while chapter.is_dirty() and time.monotonic() < deadline:
         time.sleep(0.3)
     text = saved.read_text(encoding="utf-8")
     assert "user_expressions" not in text  # jupytext.toml filters jupyterlab-myst's metadata
@@ -464,28 +533,20 @@ def test_the_whole_run_stays_quick(chapter):
 LINKED = ("notebooks/04_inference_regimes.md", "notebooks/08_communication.md", EXERCISE)
 
 
-def _tab_is_dirty(nb: Notebook) -> bool:
-    return nb.page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty, .jp-NotebookPanel.jp-mod-dirty").count() > 0
-
-
 @pytest.mark.parametrize("path", LINKED)
-def test_links_work_and_an_unedited_save_changes_nothing(browser, lab, path):
+def test_links_work_and_an_unedited_save_changes_nothing(app, lab, path):
     # jupyterlab-myst resolved no {cite}, {term} or {doc}: a reader saw raw keys, href="#" links
     # and raw paths. The chapters now link as plain relative Markdown (tools/lab_links.py), which
     # Lab turns into links that open the page; and saving a chapter unedited must not change it.
-    nb = Notebook(browser, lab, path)
+    nb = Notebook(app, lab, path)
     try:
         _assert_a_notebook_with_a_kernel(nb, path)
-        nb.page.wait_for_function(
-            "n => document.querySelectorAll('.jp-NotebookPanel .jp-MarkdownCell .myst').length >= n",
-            arg=nb.panel.locator(".jp-MarkdownCell").count(),
-            timeout=30_000,
-        )
+        nb.wait_for_rendered_markdown()
         time.sleep(1.0)
         # Lab filled the language_info jupytext never stores with a placeholder, and that alone
         # marked every notebook modified on open; the course's contents manager hands it the record
         # the kernel reports (roofline_lib/lab_contents.py)
-        assert not _tab_is_dirty(nb), f"{path} is marked modified as soon as it opens"
+        assert not nb.is_dirty(), f"{path} is marked modified as soon as it opens"
         links = nb.panel.locator(".jp-MarkdownCell .myst a").evaluate_all(
             "els => els.map(a => [a.getAttribute('href') || '', a.textContent.trim()])"
         )
@@ -507,24 +568,26 @@ def test_links_work_and_an_unedited_save_changes_nothing(browser, lab, path):
         if path != EXERCISE:
             kinds = {k for href, _ in links for k in ("glossary.md", "references.md") if k in href}
             assert kinds == {"glossary.md", "references.md"}, f"{path}: no term or citation links: {links[:8]}"
-            # a glossary link opens the glossary in Lab
+        if path == LINKED[0]:  # a glossary link opens the glossary in Lab (the same kind of link in each)
             nb.panel.locator(".jp-MarkdownCell .myst a[href*='glossary.md']").first.click()
-            nb.page.wait_for_function(
-                "() => [...document.querySelectorAll('.lm-TabBar-tabLabel')].some(t => t.textContent === 'glossary.md')",
+            glossary = nb.page.wait_for_function(
+                "() => { const w = [...jupyterapp.shell.widgets('main')].find(w => w.context && /glossary\\.md$/.test(w.context.path)); return w && w.id; }",
                 timeout=20_000,
-            )
-            nb.page.locator(".lm-TabBar-tabLabel", has_text=Path(path).name).first.click()
+            ).json_value()
+            nb.page.locator(f'[id="{glossary}"] .jp-Cell').first.wait_for(timeout=20_000)
+            nb.page.evaluate(f"id => ({_WIDGET})('id', id).dispose()", glossary)
+            nb.activate()
         before = (ROOT / path).read_text(encoding="utf-8")
         nb.page.keyboard.press("Control+s")
         deadline = time.monotonic() + 20
-        while _tab_is_dirty(nb) and time.monotonic() < deadline:
+        while nb.is_dirty() and time.monotonic() < deadline:
             time.sleep(0.3)
         time.sleep(0.5)
         after = (lab["root"] / path).read_text(encoding="utf-8")
         # the notebooks name the kernel `make install` registers, "Python 3 (roofline course)":
         # with "Python 3" Lab rewrote the kernelspec on every save
         assert after == before, f"saving {path} unedited changed it"
-        assert not _tab_is_dirty(nb), f"{path} is still marked modified after its save"
+        assert not nb.is_dirty(), f"{path} is still marked modified after its save"
         # run: no error, no stderr, no placeholder left; one caption under each figure (exercise 2
         # has none); and the run adds no axe violation
         figures = sum(1 for c in jupytext.read(lab["root"] / path).cells if "figure" in c.metadata.get("mystnb", {}))
