@@ -207,6 +207,21 @@ _WIDGET = """(key, value) => [...jupyterapp.shell.widgets('main')]
     .find(w => key === 'id' ? w.id === value : (w.context && w.context.path === value))"""
 
 
+def close_widget(page, widget_id: str) -> None:
+    """Close a document in the test's Lab once its kernel is up, and shut that kernel down (a panel
+    disposed while its kernel still started made Lab's toolbar read a session that was gone)."""
+    page.evaluate(
+        f"""async id => {{
+        const w = ({_WIDGET})('id', id);
+        if (!w) return;
+        await w.sessionContext.ready;
+        await w.sessionContext.shutdown();
+        w.dispose();
+    }}""",
+        widget_id,
+    )
+
+
 class Notebook:
     """One notebook open in the test's JupyterLab, in a panel of its own (found by the panel's id:
     several notebooks can be open in the one Lab, and every query stays inside this one's panel)."""
@@ -320,15 +335,7 @@ class Notebook:
 
     def close(self) -> None:
         """Shut its kernel down and close its panel (unsaved changes are dropped, as intended)."""
-        self.page.evaluate(
-            f"""async id => {{
-            const w = ({_WIDGET})('id', id);
-            if (!w) return;
-            await w.sessionContext.shutdown();
-            w.dispose();
-        }}""",
-            self.id,
-        )
+        close_widget(self.page, self.id)
         self.page.remove_listener("pageerror", self._on_error)
 
 
@@ -575,7 +582,7 @@ def test_links_work_and_an_unedited_save_changes_nothing(app, lab, path):
                 timeout=20_000,
             ).json_value()
             nb.page.locator(f'[id="{glossary}"] .jp-Cell').first.wait_for(timeout=20_000)
-            nb.page.evaluate(f"id => ({_WIDGET})('id', id).dispose()", glossary)
+            close_widget(nb.page, glossary)
             nb.activate()
         before = (ROOT / path).read_text(encoding="utf-8")
         nb.page.keyboard.press("Control+s")
