@@ -211,7 +211,7 @@ gpu-check: $(STAMP)
 # exercises import neither torch nor anything that does, so they have no GPU path (a unit test checks).
 # One notebook at a time: the chapters measure this CPU, and two at once would skew each other.
 fake-gpu: $(STAMP)
-	ROOFLINE_FAKE_GPU_NOTEBOOKS=1 $(PY) -m pytest tests/test_fake_gpu.py -q -k every_chapter
+	ROOFLINE_FAKE_GPU_NOTEBOOKS=1 $(PY) -m pytest tests/test_fake_gpu_chapters.py -q -k every_chapter
 
 clean:
 	rm -rf _build .jupyter_cache
