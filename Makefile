@@ -115,7 +115,7 @@ $(BOOK_OK): $(STAMP) $(BOOK_SOURCES)
 	@mkdir -p _build
 	@if [ -f $(BOOK_ALL_OK) ] && [ -d $(BUILD) ] && \
 	    [ -z "$$(find $(BOOK_ALL_INPUTS) -newer $(BOOK_ALL_OK) 2>/dev/null | head -n 1)" ]; then \
-	  changed="$$(find $(filter-out $(BOOK_ALL_INPUTS),$(BOOK_SOURCES)) -newer $(BOOK_ALL_OK) 2>/dev/null)"; \
+	  changed="$$(find $(filter-out $(BOOK_ALL_INPUTS),$(BOOK_SOURCES)) -newer $(BOOK_ALL_OK) 2>/dev/null | tr '\n' ' ')"; \
 	  echo "==> rebuilding what changed since the last build that passed: $${changed:-nothing}"; \
 	  [ -z "$$changed" ] || touch $$changed; \
 	  touch _build/.build-started; \
