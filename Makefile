@@ -214,7 +214,8 @@ gpu-check: $(STAMP)
 # The GPU path without a GPU: every chapter under nbval with a simulated H200 in each kernel
 # (tests/fakegpu, inert unless ROOFLINE_FAKE_GPU is set); no CPU work may meet a GPU roof. The
 # exercises import neither torch nor anything that does, so they have no GPU path (a unit test checks).
-# One notebook at a time: the chapters measure this CPU, and two at once would skew each other.
+# The chapters that judge timings against roofs read on this CPU run one at a time (two at once
+# would skew each other's roofs); the others two at a time (tests/test_fake_gpu_chapters.py).
 fake-gpu: $(STAMP)
 	ROOFLINE_FAKE_GPU_NOTEBOOKS=1 $(PY) -m pytest tests/test_fake_gpu_chapters.py -q -k every_chapter
 

@@ -207,6 +207,14 @@ _WIDGET = """(key, value) => [...jupyterapp.shell.widgets('main')]
     .find(w => key === 'id' ? w.id === value : (w.context && w.context.path === value))"""
 
 
+def widget_at(page, path: str, timeout_ms: int = 60_000) -> str:
+    """The id of the document Lab has open at ``path`` (relative to its root), once it has one."""
+    handle = page.wait_for_function(
+        f"p => {{ const w = ({_WIDGET})('path', p); return w && w.id; }}", arg=path, timeout=timeout_ms
+    )
+    return handle.json_value()
+
+
 def close_widget(page, widget_id: str) -> None:
     """Close a document in the test's Lab once its kernel is up, and shut that kernel down (a panel
     disposed while its kernel still started made Lab's toolbar read a session that was gone)."""
@@ -233,10 +241,7 @@ class Notebook:
         self._on_error = lambda e: self.problems.append(f"page error: {e}")
         self.page.on("pageerror", self._on_error)
         if opened_by_url:  # Lab opens it itself, from the URL it booted with
-            handle = self.page.wait_for_function(
-                f"p => {{ const w = ({_WIDGET})('path', p); return w && w.id; }}", arg=path, timeout=60_000
-            )
-            self.id = handle.json_value()
+            self.id = widget_at(self.page, path)
         else:  # as a reader double-clicks it in the file browser: with the notebook factory
             self.id = self.page.evaluate(
                 "async p => (await jupyterapp.commands.execute('docmanager:open', {path: p, factory: 'Notebook'})).id",
@@ -577,10 +582,7 @@ def test_links_work_and_an_unedited_save_changes_nothing(app, lab, path):
             assert kinds == {"glossary.md", "references.md"}, f"{path}: no term or citation links: {links[:8]}"
         if path == LINKED[0]:  # a glossary link opens the glossary in Lab (the same kind of link in each)
             nb.panel.locator(".jp-MarkdownCell .myst a[href*='glossary.md']").first.click()
-            glossary = nb.page.wait_for_function(
-                "() => { const w = [...jupyterapp.shell.widgets('main')].find(w => w.context && /glossary\\.md$/.test(w.context.path)); return w && w.id; }",
-                timeout=20_000,
-            ).json_value()
+            glossary = widget_at(nb.page, "book/glossary.md", timeout_ms=20_000)
             nb.page.locator(f'[id="{glossary}"] .jp-Cell').first.wait_for(timeout=20_000)
             close_widget(nb.page, glossary)
             nb.activate()

@@ -136,7 +136,7 @@ def context(browser):
 
 
 class Visit:
-    """One page opened with every off-host request aborted and every problem written down."""
+    """One page opened in the shared context, every off-host request and every problem written down."""
 
     def __init__(self, context, base: str, path: str, *, settle: bool = True):
         self.path = path
