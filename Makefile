@@ -23,7 +23,7 @@ JB_CHANGED := -W -n --keep-going
 help:
 	@echo "make book        install if needed, execute every chapter, build the site into $(BUILD)"
 	@echo "make test        install if needed, then every part below, in this order:"
-	@echo "  make lint        ruff (lint and format check) and actionlint (the workflows)"
+	@echo "  make lint        ruff (lint and format check), the layer contract (lint-imports), actionlint"
 	@echo "  make unit        the library's tests (pytest tests/, CPU only)"
 	@echo "  make nbval       the solutions re-executed, and strict nbval against tests/records/"
 	@echo "  make build-strict  the book built with every chapter and exercise executed once;"
@@ -56,7 +56,7 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	@touch $@
 
 # JupyterLab settings: .md files open as notebooks (jupytext), news and update checks off.
-# The server's contents manager (roofline_lib/lab_contents.py): jupytext's, and a chapter opens
+# The server's contents manager (roofline_lib/present/lab_contents.py): jupytext's, and a chapter opens
 # unmodified. Binder installs the same two files through postBuild.
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 LAB_SERVER := $(VENV)/etc/jupyter/jupyter_server_config.json
@@ -141,6 +141,7 @@ book: $(BOOK_OK)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/actionlint
 
 # Test processes: one per core, at most 4 (pytest-xdist). `make unit JOBS=1` runs in one process.

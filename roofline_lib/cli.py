@@ -95,8 +95,8 @@ def _print_err(message: str) -> None:
 
 
 def _cmd_gpus(args) -> int:
-    from .hardware import GIB, registry
-    from .roofline import ridge_point
+    from .core.hardware import GIB, registry
+    from .core.roofline import ridge_point
 
     header = ("key", "name", "memory", "HBM TB/s", "capacity GiB", "bf16 TFLOP/s", "fp8 TFLOP/s", "bf16 ridge FLOP/B")
     rows = []
@@ -132,8 +132,8 @@ def _cmd_gpus(args) -> int:
 
 
 def _cmd_verdict(args) -> int:
-    from .hardware import as_gpu
-    from .roofline import ImplausibleMeasurement, kernel_verdict
+    from .core.hardware import as_gpu
+    from .core.roofline import ImplausibleMeasurement, kernel_verdict
 
     try:
         spec = as_gpu(args.gpu)
@@ -168,7 +168,7 @@ def _flag_names(message: str) -> str:
 
 def _cmd_measure(args) -> int:
     json_path = _output_path(args.json, "--json", (".json",))  # before minutes of measuring
-    from .measure import measure_ceilings
+    from .evidence.measure import measure_ceilings
 
     def progress(message: str) -> None:
         print(f"  {message}", file=sys.stderr, flush=True)
@@ -191,7 +191,7 @@ def _cmd_measure(args) -> int:
 
 
 def _parse_point(text: str, kind: str, flag: str):
-    from .plots import Point
+    from .present.plots import Point
 
     parts = text.rsplit(":", 2)
     if len(parts) != 3 or not parts[0]:
@@ -211,11 +211,11 @@ def _parse_point(text: str, kind: str, flag: str):
 def _above_the_roofs(points, gpus, precisions, measured, memories=("hbm",)) -> None:
     """Refuse a point faster than every roof on the figure, as ``verdict`` refuses a measurement.
 
-    The rule is the library's one plausibility rule (:func:`roofline_lib.roofline.check_plausible`)
+    The rule is the library's one plausibility rule (:func:`roofline_lib.core.roofline.check_plausible`)
     applied to the point's FLOP/s and the bytes/s its intensity implies; a point passes when one
     roof drawn holds it.
     """
-    from .roofline import ImplausibleMeasurement, check_plausible, roof
+    from .core.roofline import ImplausibleMeasurement, check_plausible, roof
 
     roofs = []
     for gpu in gpus:
@@ -247,13 +247,13 @@ def _above_the_roofs(points, gpus, precisions, measured, memories=("hbm",)) -> N
 
 def _cmd_plot(args) -> int:
     output = _output_path(args.output, "-o", (".png", ".svg"))
-    from .plots import save_roofline
+    from .present.plots import save_roofline
 
     points = [_parse_point(p, "predicted", "--point") for p in args.point or ()]
     points += [_parse_point(p, "measured", "--measured-point") for p in args.measured_point or ()]
     measured = None
     if args.measured:
-        from .measure import MeasuredCeilings
+        from .evidence.measure import MeasuredCeilings
 
         try:
             record = json.loads(Path(args.measured).read_text(encoding="utf-8"))

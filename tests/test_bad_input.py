@@ -329,7 +329,7 @@ def _server():
 
 
 def _ceilings():
-    from roofline_lib.measure import MeasuredCeilings
+    from roofline_lib.evidence.measure import MeasuredCeilings
 
     return MeasuredCeilings(
         bytes_per_s=1e12,
@@ -368,7 +368,7 @@ def _modules():
     yield "rl", rl
     for name in ON_DEMAND:
         try:
-            yield name, importlib.import_module(f"roofline_lib.{name}")
+            yield name, importlib.import_module(rl._MODULES.get(name, f"roofline_lib.{name}"))
         except ImportError:  # pragma: no cover - a module the environment cannot import
             continue
 

@@ -10,7 +10,7 @@ import types
 import pytest
 
 from roofline_lib import cli
-from roofline_lib.measure import MeasuredCeilings
+from roofline_lib.evidence.measure import MeasuredCeilings
 
 
 def run(capsys, *argv):
@@ -143,7 +143,7 @@ def test_wrong_units_are_refused_with_a_hint(capsys):
 
 
 def test_an_unexpected_error_is_one_line_with_its_own_code(capsys, monkeypatch):
-    import roofline_lib.hardware as hardware
+    import roofline_lib.core.hardware as hardware
 
     def broken():
         raise KeyError("a bug")
@@ -164,7 +164,7 @@ def test_exit_codes_have_one_meaning_each():
 
 
 def test_measure_checks_its_json_path_before_measuring(capsys, tmp_path, monkeypatch):
-    import roofline_lib.measure as measure
+    import roofline_lib.evidence.measure as measure
 
     monkeypatch.setattr(measure, "measure_ceilings", lambda **kw: pytest.fail("measured before the path was checked"))
     code, out, err = run(capsys, "measure", "--json", str(tmp_path / "missing" / "x.json"))

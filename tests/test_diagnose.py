@@ -323,7 +323,7 @@ def test_live_thousands_of_tiny_calls_are_overhead(cpu_roof):
 
 def test_live_decode_step_of_a_small_transformer_is_memory(cpu_roof):
     from roofline_lib import audit
-    from roofline_lib.transformer import TransformerConfig
+    from roofline_lib.models.transformer import TransformerConfig
 
     cfg = TransformerConfig(d_model=1024, d_ff=2816, n_layers=2, n_heads=8, vocab=8192, seq_len=16)
     model = audit.tiny_decoder(cfg)  # ~34M parameters read per token: 135 MB in fp32

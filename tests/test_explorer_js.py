@@ -1,7 +1,7 @@
 """The website's explorers (book/_static/roofline-explorer.js) against roofline_lib.
 
 The explorers re-state the library's formulas in JavaScript so that they can run in a static page
-with no kernel. These tests run that JavaScript on the registry ``roofline_lib.export`` writes,
+with no kernel. These tests run that JavaScript on the registry ``roofline_lib.present.export`` writes,
 for every GPU and precision in the registry, and require the same numbers as the library:
 
     ridge      = peak / bandwidth                        rl.ridge_point
@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import roofline_lib as rl
-from roofline_lib.export import write_registry_js
+from roofline_lib.present.export import write_registry_js
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPLORER_JS = ROOT / "book" / "_static" / "roofline-explorer.js"
@@ -320,7 +320,7 @@ def test_readouts_print_three_significant_digits(run_js, x, shown):
 def test_the_notebook_explorers_round_as_the_website_does(run_js):
     # the library's sig3 (the notebook explorers' readouts) against the page's, ties included:
     # 20.25 and 0.125 are exact binary ties, which JavaScript's toPrecision rounds up
-    from roofline_lib._format import sig3
+    from roofline_lib.core.formatting import sig3
 
     xs = [20.25, 0.125, 3977.4, 4660.57, 989.5, 12345.0, 0.0654, 6.5353, 1.0, 999.5, 1e9, 291.29, 0.001]
     got = run_js([{"op": "sig3", "x": x} for x in xs])
@@ -678,7 +678,7 @@ def test_refusal_numbers_print_as_python_prints_them(run_js, x):
     assert (general, fixed, percent) == (f"{x:.4g}", f"{x:.2f}", f"{x / 100:.1%}")
 
 
-# ------------------------------------------------------------------ comms mode (roofline_lib.comms)
+# ------------------------------------------------------------------ comms mode (roofline_lib.workloads.comms)
 
 _COMMS_KINDS = [
     ("all_reduce", "ring"),
@@ -775,7 +775,7 @@ def test_the_bus_chart_shows_the_whole_curve_at_512_ranks_and_says_its_latency_i
     assert axis == {"top": 12, "bottom": 4, "every": 2}
     assert 10 ** axis["bottom"] <= cost.bus_bytes_per_s  # the curve's left end is on the chart
     assert usual == {"top": 12, "bottom": 6, "every": 1}
-    from roofline_lib._format import seconds
+    from roofline_lib.core.formatting import seconds
 
     want = [seconds(x).replace(" us", " µs") for x in (5.11e-3, 4.589e-4, 2.5, 3e-8)]
     assert formats == want == ["5.11 ms", "459 µs", "2.5 s", "30 ns"]
@@ -833,7 +833,7 @@ def test_comms_bad_input_is_refused_with_the_reason(run_js):
     assert "collective must be one of all_reduce" in broadcast["error"]
 
 
-# ------------------------------------------------------------------ serving mode (roofline_lib.serving)
+# ------------------------------------------------------------------ serving mode (roofline_lib.workloads.serving)
 
 #: Dense shipped models without a sliding window: the ones serving.step_counts describes linearly.
 _SERVING_MODELS = [
@@ -990,7 +990,7 @@ def test_serving_worked_example_and_refusals(run_js):
     assert "chunk_tokens must be a positive whole number of tokens" in no_chunk["error"]
 
 
-# ------------------------------------------------------------------ parallel mode (roofline_lib.parallel.plan)
+# ------------------------------------------------------------------ parallel mode (roofline_lib.workloads.parallel.plan)
 
 #: Plan fields the explorer restates: its camelCase name -> the library's attribute.
 _PLAN_FIELDS = {
@@ -1264,7 +1264,7 @@ def _widget_states():
 
 
 def test_parallel_explorer_restates_the_widget(run_js):
-    from roofline_lib.widgets_parallel import parallel_explorer
+    from roofline_lib.present.widgets_parallel import parallel_explorer
 
     explorer = parallel_explorer()
     cases, expected, readouts = [], [], []
@@ -1288,7 +1288,7 @@ def test_parallel_explorer_restates_the_widget(run_js):
 
 
 def test_parallel_sliders_span_what_the_widget_spans(run_js):
-    from roofline_lib.widgets_parallel import parallel_explorer
+    from roofline_lib.present.widgets_parallel import parallel_explorer
 
     (log2,) = run_js([{"op": "parallel_sliders"}])
     explorer = parallel_explorer(n_gpus=8, tp=1, pp=1)  # a start on the notches adds none

@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from roofline_lib import diagnose, measure, record_report
-from roofline_lib.hardware import gpu
-from roofline_lib.roofline import check_plausible
+from roofline_lib.core.hardware import gpu
+from roofline_lib.core.roofline import check_plausible
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fakegpu"
@@ -34,13 +34,15 @@ from test_fake_gpu_chapters import (  # noqa: E402 - the helpers the chapter run
 
 
 def test_the_fake_is_inert_unless_its_variable_is_set():
-    probe = "import torch, roofline_lib.measure as m; print(torch.cuda.is_available(), m._time_cuda.__module__)"
+    probe = (
+        "import torch, roofline_lib.evidence.measure as m; print(torch.cuda.is_available(), m._time_cuda.__module__)"
+    )
     env = _fake_env()
     env.pop(fake_cuda.ENV)
     off = subprocess.run(
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120, check=False
     )
-    assert off.stdout.split() == ["False", "roofline_lib.measure"], off.stderr
+    assert off.stdout.split() == ["False", "roofline_lib.evidence.measure"], off.stderr
     on = subprocess.run(
         [sys.executable, "-c", probe], env=_fake_env(), capture_output=True, text=True, timeout=120, check=False
     )
@@ -141,8 +143,8 @@ def test_the_exercises_have_no_gpu_path_for_the_fake_to_run(folder):
 
 
 def test_the_import_check_sees_what_would_reach_a_gpu():
-    assert _imports("import torch\nfrom roofline_lib import measure") == {"torch", "roofline_lib.measure"}
-    assert _imports("import roofline_lib.kernels as k") == {"roofline_lib.kernels"}
+    assert _imports("import torch\nfrom roofline_lib import measure") == {"torch", "roofline_lib.evidence.measure"}
+    assert _imports("import roofline_lib.evidence.kernels as k") == {"roofline_lib.evidence.kernels"}
     assert _imports("from roofline_lib import observer") == {"roofline_lib.observer"}
     assert "__import__" in _imports("m = __import__('torch')")
 

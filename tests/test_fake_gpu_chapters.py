@@ -17,7 +17,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from roofline_lib import record_report
+from roofline_lib import _MODULES, record_report
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fakegpu"
@@ -49,10 +49,10 @@ GPU_FREE_IMPORTS = {
     "matplotlib.figure",
     "matplotlib.ticker",
     "roofline_lib",
-    "roofline_lib.plots",
-    "roofline_lib.prose",
-    "roofline_lib.scenarios",
-    "roofline_lib.widgets",
+    "roofline_lib.present.plots",
+    "roofline_lib.present.prose",
+    "roofline_lib.workloads.scenarios",
+    "roofline_lib.present.widgets",
 }
 _GPU_WORDS = re.compile(r"\b(torch|cuda|triton|measure_\w+|device)\b")  # rl.measure_collectives and the like
 
@@ -78,7 +78,11 @@ def _imports(source: str) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
-            found |= {f"{node.module}.{a.name}" if node.module == "roofline_lib" else node.module for a in node.names}
+            # ``from roofline_lib import plots`` names a layer's module by its short name
+            found |= {
+                _MODULES.get(a.name, f"roofline_lib.{a.name}") if node.module == "roofline_lib" else node.module
+                for a in node.names
+            }
         elif isinstance(node, ast.Name) and node.id in ("__import__", "importlib", "exec", "eval"):
             found.add(node.id)
     return found

@@ -1,7 +1,7 @@
 """The one place a value is written for a reader: times, rates, sizes, plain numbers."""
 
-from roofline_lib import _format as fmt
 from roofline_lib import measure, plots, roofline, widgets
+from roofline_lib.core import formatting as fmt
 
 
 def test_seconds_picks_the_unit_with_three_figures():
@@ -25,3 +25,20 @@ def test_the_modules_use_the_one_copy():
     assert roofline._rate is fmt.rate
     assert plots._num is fmt.num and plots._flops_rate is fmt.flops_rate
     assert widgets._fmt is fmt.num
+
+
+def test_to_unit_scales_an_si_value_for_a_reader_and_back():
+    assert fmt.to_unit(2.5e9, "GB") == 2.5
+    assert fmt.to_unit(3 * 2**30, "GiB") == 3  # 3 GiB
+    assert fmt.to_unit(0.0123, "ms") == 12.3
+    assert fmt.from_unit(80, "GB") == 8e10
+    assert fmt.from_unit(fmt.to_unit(1.979e15, "TFLOP/s"), "TFLOP/s") == 1.979e15
+
+
+def test_to_unit_refuses_a_unit_it_does_not_know_by_name():
+    import pytest
+
+    with pytest.raises(ValueError, match="unit must be one of .*got 'gigabytes'"):
+        fmt.to_unit(1.0, "gigabytes")
+    with pytest.raises(ValueError, match="got 'Gb'"):
+        fmt.from_unit(1.0, "Gb")

@@ -61,7 +61,7 @@ SIMPLE = nb("""\
 def test_roles_calls_and_import_are_rewritten_and_nothing_else():
     out = g2e.convert_text(SIMPLE)
     assert "glue" not in out
-    assert "from roofline_lib.prose import Prose\nprose = Prose()\n" in out
+    assert "from roofline_lib.present.prose import Prose\nprose = Prose()\n" in out
     assert 'prose("ridge", ridge)\n' in out
     assert 'prose("name",\n     rl.gpu("A100").name)\n' in out  # a call over two lines keeps its shape
     assert (

@@ -1,6 +1,6 @@
 """tools/gpu_check.py end to end on a simulated H200 (tests/fakegpu), with a fake nvidia-smi.
 
-The fake answers torch's device queries and roofline_lib.measure's CUDA primitives with the
+The fake answers torch's device queries and roofline_lib.evidence.measure's CUDA primitives with the
 figures of a healthy H200 (streaming at 92 % of 4.8 TB/s, bf16 GEMM at 82 % of 989.5 TFLOP/s
 at 8192^3); the Triton demos cannot run without a GPU, so each is recorded as failed with its
 error, beside the valid roofs. nvidia-smi is a script in tests/fakegpu/bin that lists two GPUs
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from roofline_lib import record_report, records
-from roofline_lib.records import CopyMeasurement, KernelMeasurement, RecordError
+from roofline_lib.evidence.records import CopyMeasurement, KernelMeasurement, RecordError
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fakegpu"

@@ -862,7 +862,7 @@ def _step_with(share, n_params, tokens, n, accelerator, link):
         (_step(None), {"ex6-g", "ex6-h"}),
         (_step(1.0), set()),  # overlaps the forward pass too
         (_step(0.0), set()),  # no overlap at all
-        (lambda *a: __import__("roofline_lib.comms").comms.data_parallel_step(*a).seconds, set()),
+        (lambda *a: __import__("roofline_lib.workloads.comms").comms.data_parallel_step(*a).seconds, set()),
     ],
     ids=["correct", "overlap-forward-too", "no-overlap", "wrapped-library"],
 )

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import roofline_lib as rl
-from roofline_lib import _hf_config
+from roofline_lib.models import hf_config as _hf_config
 
 HERE = Path(__file__).parent / "hf_configs"
 TINY = json.loads((HERE / "tiny_transformers.json").read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""Worked examples for roofline_lib.inference: decode ceilings, weight-GEMM intensity, KV cache.
+"""Worked examples for roofline_lib.workloads.inference: decode ceilings, weight-GEMM intensity, KV cache.
 
 Registry figures used below (dense): A100 80GB 2039e9 B/s, 312e12 FLOP/s bf16, 80e9 bytes;
 H100 SXM 3.35e12 B/s, 989.5e12 bf16, 1979e12 fp8; B200 8e12 B/s, 2.25e15 bf16, 4.5e15 fp8, 9e15 fp4.

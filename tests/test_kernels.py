@@ -1,7 +1,7 @@
-"""Tests for roofline_lib.kernels: the Triton demos, run on the CPU through Triton's interpreter.
+"""Tests for roofline_lib.evidence.kernels: the Triton demos, run on the CPU through Triton's interpreter.
 
 ``@triton.jit`` reads TRITON_INTERPRET when a kernel is *decorated*, that is when
-roofline_lib.kernels is imported. So the variable is set for that import (and the module
+roofline_lib.evidence.kernels is imported. So the variable is set for that import (and the module
 re-imported if an earlier test loaded it compiled), then put back, so that nothing else in the
 session, a notebook kernel started later say, inherits it; the module's launchers switch the
 interpreter on around each launch themselves. Correctness only: interpreter timings measure
@@ -22,7 +22,7 @@ import torch
 _saved = os.environ.get("TRITON_INTERPRET")
 os.environ["TRITON_INTERPRET"] = "1"
 try:
-    import roofline_lib.kernels as K
+    import roofline_lib.evidence.kernels as K
 
     if not K.INTERPRETED:  # imported compiled by an earlier test module
         K = importlib.reload(K)
@@ -32,8 +32,8 @@ finally:
     else:
         os.environ["TRITON_INTERPRET"] = _saved
 
-from roofline_lib.measure import has_cuda  # noqa: E402
-from roofline_lib.ops import OpCount  # noqa: E402
+from roofline_lib.core.ops import OpCount  # noqa: E402
+from roofline_lib.evidence.measure import has_cuda  # noqa: E402
 
 needs_gpu = pytest.mark.skipif(not has_cuda(), reason="needs a CUDA GPU (torch sees none)")
 
@@ -185,8 +185,8 @@ def test_importing_the_package_leaves_triton_alone_and_compiled_kernels_refuse_c
     # compiled kernel a CPU tensor says how to run it instead.
     code = (
         "import sys, roofline_lib\n"
-        "assert 'roofline_lib.kernels' not in sys.modules and 'triton' not in sys.modules\n"
-        "import torch, roofline_lib.kernels as K\n"
+        "assert 'roofline_lib.evidence.kernels' not in sys.modules and 'triton' not in sys.modules\n"
+        "import torch, roofline_lib.evidence.kernels as K\n"
         "assert not K.INTERPRETED\n"
         "try:\n"
         "    K.copy(torch.zeros(4))\n"

@@ -14,8 +14,8 @@ import random
 import pytest
 
 import roofline_lib as rl
+from roofline_lib.core.roofline import ImplausibleMeasurement
 from roofline_lib.grading import key as K
-from roofline_lib.roofline import ImplausibleMeasurement
 
 
 def _references(judge) -> list[tuple[str, str, object]]:

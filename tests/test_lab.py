@@ -557,7 +557,7 @@ def test_links_work_and_an_unedited_save_changes_nothing(app, lab, path):
         time.sleep(1.0)
         # Lab filled the language_info jupytext never stores with a placeholder, and that alone
         # marked every notebook modified on open; the course's contents manager hands it the record
-        # the kernel reports (roofline_lib/lab_contents.py)
+        # the kernel reports (roofline_lib/present/lab_contents.py)
         assert not nb.is_dirty(), f"{path} is marked modified as soon as it opens"
         links = nb.panel.locator(".jp-MarkdownCell .myst a").evaluate_all(
             "els => els.map(a => [a.getAttribute('href') || '', a.textContent.trim()])"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from traitlets.utils.importstring import import_item
 
-from roofline_lib.lab_contents import CourseContentsManager, course_language_info
+from roofline_lib.present.lab_contents import CourseContentsManager, course_language_info
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "notebooks/04_inference_regimes.md"
@@ -110,7 +110,7 @@ def _roles(notebook) -> list[tuple[str, str]]:
 def test_before_run_all_each_role_shows_the_last_build_value_or_an_ellipsis(course):
     import jupytext
 
-    from roofline_lib.lab_contents import PLACEHOLDER, RECORDS
+    from roofline_lib.present.lab_contents import PLACEHOLDER, RECORDS
 
     prose_text = "\n".join(c.source for c in jupytext.read(course / CHAPTER).cells if c.cell_type == "markdown")
     refs = sorted(set(re.findall(r'\{eval\}`prose\["([^"]+)"\]`', prose_text)))
@@ -132,7 +132,7 @@ def test_before_run_all_each_role_shows_the_last_build_value_or_an_ellipsis(cour
 
 
 def test_a_damaged_record_counts_as_none(course):
-    from roofline_lib.lab_contents import PLACEHOLDER, RECORDS, last_build_values
+    from roofline_lib.present.lab_contents import PLACEHOLDER, RECORDS, last_build_values
 
     record = course / RECORDS / "notebooks" / "04_inference_regimes.json"
     record.parent.mkdir(parents=True)
@@ -148,7 +148,7 @@ def test_a_damaged_record_counts_as_none(course):
 
 def test_the_book_build_records_what_each_role_showed(tmp_path, monkeypatch):
     from roofline_lib import prose as prose_module
-    from roofline_lib.prose import RECORD_ENV, Prose
+    from roofline_lib.present.prose import RECORD_ENV, Prose
 
     target = tmp_path / "prose" / "notebooks" / "page.json"
     monkeypatch.setenv(RECORD_ENV, str(target))

@@ -1,4 +1,4 @@
-"""Tests for roofline_lib.measure: timing, this machine's ceilings, kernels placed on them."""
+"""Tests for roofline_lib.evidence.measure: timing, this machine's ceilings, kernels placed on them."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from roofline_lib import measure
-from roofline_lib.measure import MeasuredCeilings, Timing
-from roofline_lib.roofline import ImplausibleMeasurement
+from roofline_lib.core.roofline import ImplausibleMeasurement
+from roofline_lib.evidence.measure import MeasuredCeilings, Timing
 
 # These tests time this machine and judge the times against roofs measured here: `make unit` runs
 # them on their own, after the parallel part, so another test process cannot skew a reading.

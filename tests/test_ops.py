@@ -168,7 +168,7 @@ def test_bad_flags_and_options_are_refused():
 
 # --------------------------------------------------------------------------- recorded ops, exactly
 
-from roofline_lib._counting import count_op  # noqa: E402  (the profiler's op names -> these counts)
+from roofline_lib.evidence.recorded_ops import count_op  # noqa: E402  (the profiler's op names -> these counts)
 
 F32, BF16 = "float", "c10::BFloat16"
 

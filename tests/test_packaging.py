@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,109 +67,73 @@ def test_the_lock_pins_every_direct_dependency_and_names_no_host():
     assert "make lock" in lock  # the header says how it was made
 
 
-def _layers() -> list[str]:
-    """The layer list in roofline_lib/__init__.py's docstring, top first."""
-    import roofline_lib
-
-    return re.findall(r"^    ([a-z_]+)\s+->", roofline_lib.__doc__, flags=re.M)
-
-
-#: Imports against the layer order, each with its reason; anything else fails the test below.
-_UPWARD: dict[tuple[str, str], str] = {}
-
-
-def _package_imports(source: str, depth: int) -> set[str]:
-    """The package modules ``source`` imports, read from its syntax tree, functions included.
-
-    ``depth`` is how deep the file sits (1: ``roofline_lib/x.py``, 2: a subpackage's file). Seen:
-    ``from .x import y`` and ``from . import x`` (``..`` from a subpackage), ``import roofline_lib.x``,
-    ``from roofline_lib.x import y``, and ``importlib.import_module("roofline_lib.x")`` or
-    ``import_module(".x", ...)`` with a constant name. Private modules (``_checks``) are named too.
-    """
-    import ast
-
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom):
-            if node.level == depth:
-                if node.module:
-                    found.add(node.module.split(".")[0])
-                else:
-                    found |= {alias.name for alias in node.names}
-            elif node.level == 0 and (node.module or "").startswith("roofline_lib."):
-                found.add(node.module.split(".")[1])
-            elif node.level == 0 and node.module == "roofline_lib":
-                found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("roofline_lib.")}
-        elif isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name == "import_module" and node.args and isinstance(node.args[0], ast.Constant):
-                target = str(node.args[0].value)
-                if target.startswith("roofline_lib."):
-                    found.add(target.split(".")[1])
-                elif target.startswith("." * depth) and not target.startswith("." * (depth + 1)):
-                    found.add(target[depth:].split(".")[0])
-    return found
-
-
-def test_the_import_reader_sees_importlib_private_modules_and_function_bodies():
-    planted = (
-        "import importlib\n"
-        "from ._checks import _positive\n"
-        "from . import ops, roofline\n"
-        "def later():\n"
-        "    from .cli import main\n"
-        "    importlib.import_module('roofline_lib.widgets')\n"
-        "    importlib.import_module('.plots', 'roofline_lib')\n"
-        "    import roofline_lib.records\n"
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """import-linter's contract from pyproject.toml, run on the package under ``root``."""
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(root)},
     )
-    assert _package_imports(planted, 1) == {"_checks", "ops", "roofline", "cli", "widgets", "plots", "records"}
-    # a subpackage's file reaches the package with two dots; one dot stays inside the subpackage
-    assert _package_imports("from ..hardware import gpu\nfrom .key import x\n", 2) == {"hardware"}
 
 
-def _module_files(package: Path) -> dict[str, list[tuple[Path, int]]]:
-    """Each module and subpackage of the package, private ones too, with its files and their depth."""
-    files: dict[str, list[tuple[Path, int]]] = {}
-    for path in sorted(package.glob("*.py")):
-        if path.stem != "__init__":
-            files[path.stem] = [(path, 1)]
-    for init in sorted(package.glob("*/__init__.py")):
-        files[init.parent.name] = [(f, 2) for f in sorted(init.parent.glob("*.py")) if f.name != "__main__.py"]
-    return files
+def test_the_layer_contract_holds_and_names_every_layer():
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    assert contract["type"] == "layers" and contract["exhaustive"] is True
+    named = {part.strip() for layer in contract["layers"] for part in re.split(r"[|:]", layer)}
+    folders = {p.parent.name for p in (ROOT / "roofline_lib").glob("*/__init__.py")}
+    modules = {p.stem for p in (ROOT / "roofline_lib").glob("*.py") if p.stem != "__init__"}
+    assert named == folders | modules, "every folder and top-level module of roofline_lib sits in one layer"
+    done = _lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_layer_list_matches_the_imports():
-    layers = _layers()
-    package = ROOT / "roofline_lib"
-    modules = _module_files(package)
-    public = sorted(name for name in modules if not name.startswith("_"))
-    assert sorted(layers) == public, "every public module and subpackage has one line in the layer list"
-    imports = {
-        name: set().union(*(_package_imports(f.read_text(), depth) for f, depth in paths)) - {name}
-        for name, paths in modules.items()
-    }
-    # a private helper sits where its highest importer does: it may import only what is above that
-    rank = {name: i for i, name in enumerate(layers)}
-    private = [name for name in modules if name.startswith("_")]
-    for name in private:
-        rank[name] = len(layers)
-    for _ in private:  # settle helpers imported by helpers
-        for name in private:
-            importers = [rank[m] for m, used in imports.items() if name in used and m != name]
-            rank[name] = min(importers, default=len(layers))
-    wrong = []
-    for name, used in imports.items():
-        for other in used:
-            if other not in rank:
-                wrong.append(f"{name} imports {other}, which is no module of the package")
-            elif other.startswith("_") and not name.startswith("_"):
-                continue  # a layer's own helper: its imports are checked at the layer's rank
-            elif rank[other] >= rank[name] and (name, other) not in _UPWARD:
-                wrong.append(f"{name} imports {other}, which is not above it")
-    assert not wrong, "; ".join(sorted(wrong))
+@pytest.mark.parametrize(
+    "module, wrong_way",
+    [
+        ("core/ops.py", "from ..present import prose"),  # core reaching up to what draws
+        ("models/transformer.py", "from ..workloads import serving"),  # a model pricing its serving
+        ("evidence/traces.py", "from ..present import plots"),  # two siblings: evidence and present
+        ("present/plots.py", "from .. import cli"),  # a face imported from below
+    ],
+)
+def test_an_import_the_wrong_way_breaks_the_contract(tmp_path, module, wrong_way):
+    shutil.copytree(ROOT / "roofline_lib", tmp_path / "roofline_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    with open(tmp_path / "roofline_lib" / module, "a", encoding="utf-8") as f:
+        f.write(f"\n{wrong_way}  # planted\n")
+    done = _lint_imports(tmp_path)
+    assert done.returncode != 0
+    assert "BROKEN" in done.stdout.upper() and module.replace("/", ".").removesuffix(".py") in done.stdout
+
+
+def test_the_package_exports_each_public_name_once_and_its_modules_by_name():
+    import roofline_lib as rl
+    from roofline_lib.core import layer
+
+    # every public module of every layer is reached by its short name, and no two share one
+    for folder in ("core", "models", "workloads", "evidence", "present"):
+        for name in layer.module_names([str(ROOT / "roofline_lib" / folder)]):
+            assert rl._MODULES[name] == f"roofline_lib.{folder}.{name}"
+    assert rl.decode_roofline is rl.workloads.inference.decode_roofline
+    with pytest.raises(AttributeError, match="no attribute 'not_a_module'"):
+        rl.not_a_module  # noqa: B018
+
+
+def test_a_layer_refuses_two_modules_that_export_one_name(tmp_path, monkeypatch):
+    from roofline_lib.core import layer
+
+    pkg = tmp_path / "twolayer"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("__all__ = ['x']\nx = 1\n")
+    (pkg / "b.py").write_text("__all__ = ['x']\nx = 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ImportError, match="twolayer.b and twolayer.a both export 'x'"):
+        layer.gather("twolayer", [str(pkg)], {})
+    assert layer.gather("twolayer", [str(pkg)], {}, on_demand={"b"}) == ["x"]
 
 
 def _sanitizers() -> list[tuple[str, str]]:
@@ -221,7 +189,7 @@ def test_the_strict_build_reruns_for_what_the_site_is_made_of_and_only_that():
     for path in [
         *ROOT.glob("notebooks/*.md"),
         *ROOT.glob("exercises/*.md"),
-        *ROOT.glob("roofline_lib/*.py"),
+        *ROOT.glob("roofline_lib/**/*.py"),
         ROOT / "_config.yml",
         ROOT / "_toc.yml",
         ROOT / "references.bib",

@@ -7,7 +7,7 @@ import math
 import pytest
 
 import roofline_lib as rl
-from roofline_lib.parallel import data_parallel_bytes, pipeline_bubble_fraction, tensor_parallel_bytes
+from roofline_lib.workloads.parallel import data_parallel_bytes, pipeline_bubble_fraction, tensor_parallel_bytes
 
 TINY = rl.TransformerConfig(d_model=512, d_ff=2048, n_layers=8, n_heads=8, vocab=32000, seq_len=1024, name="tiny")
 
@@ -194,7 +194,7 @@ def live():
 
 
 def test_live_bytes_match_the_planner(live):
-    from roofline_lib.parallel_live import compare_parallel
+    from roofline_lib.evidence.parallel_live import compare_parallel
 
     cmp = compare_parallel(live)
     for mode in ("ddp", "fsdp"):
@@ -205,7 +205,7 @@ def test_live_bytes_match_the_planner(live):
 
 
 def test_live_memory_matches_train_memory(live):
-    from roofline_lib.parallel_live import compare_parallel
+    from roofline_lib.evidence.parallel_live import compare_parallel
 
     for mode, c in compare_parallel(live).items():
         assert c.state_ratio == pytest.approx(1.0, abs=0.02), mode

@@ -1,4 +1,4 @@
-"""Tests for roofline_lib.plots: what the roofline figure draws, says and writes."""
+"""Tests for roofline_lib.present.plots: what the roofline figure draws, says and writes."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import roofline_lib as rl  # noqa: E402
 from roofline_lib import plots  # noqa: E402
-from roofline_lib.measure import MeasuredCeilings, measured_point  # noqa: E402
-from roofline_lib.plots import Point  # noqa: E402
+from roofline_lib.evidence.measure import MeasuredCeilings, measured_point  # noqa: E402
+from roofline_lib.present.plots import Point  # noqa: E402
 
 
 def _lines(fig):
@@ -267,7 +267,7 @@ plots.show(fig, "fig-planted")
 
 
 def test_show_gives_jupyterlab_the_caption_and_alt_text_of_its_cell(tmp_path, monkeypatch):
-    from roofline_lib.plots import CaptionedFigure, figure_text, show
+    from roofline_lib.present.plots import CaptionedFigure, figure_text, show
 
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "page.md").write_text(_PAGE, encoding="utf-8")
@@ -291,8 +291,8 @@ def test_show_fills_prose_values_from_the_running_notebook(tmp_path, monkeypatch
 
     import IPython
 
-    from roofline_lib.plots import show
-    from roofline_lib.prose import Prose
+    from roofline_lib.present.plots import show
+    from roofline_lib.present.prose import Prose
 
     (tmp_path / "page.md").write_text(_PAGE, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -304,7 +304,7 @@ def test_show_fills_prose_values_from_the_running_notebook(tmp_path, monkeypatch
 
 
 def test_show_away_from_its_page_gives_the_bare_image_and_refuses_what_is_no_figure(tmp_path, monkeypatch):
-    from roofline_lib.plots import figure_text, show
+    from roofline_lib.present.plots import figure_text, show
 
     monkeypatch.chdir(tmp_path)  # no page here names the figure
     assert figure_text("fig-planted") is None
@@ -319,7 +319,7 @@ def test_show_away_from_its_page_gives_the_bare_image_and_refuses_what_is_no_fig
 def test_figure_text_sees_an_edited_caption(tmp_path, monkeypatch):
     import os
 
-    from roofline_lib.plots import figure_text
+    from roofline_lib.present.plots import figure_text
 
     page = tmp_path / "page.md"
     page.write_text(_PAGE, encoding="utf-8")

@@ -1,11 +1,11 @@
-"""roofline_lib.prose: the values a chapter's text quotes, shown the same by myst-nb and JupyterLab."""
+"""roofline_lib.present.prose: the values a chapter's text quotes, shown the same by myst-nb and JupyterLab."""
 
 from __future__ import annotations
 
 import pytest
 from IPython.core.formatters import DisplayFormatter
 
-from roofline_lib.prose import Prose, Shown
+from roofline_lib.present.prose import Prose, Shown
 
 
 def _text_plain(obj) -> str:

@@ -1,4 +1,4 @@
-"""Tests for roofline_lib.records (the GPU record schema) and the CPU-testable parts of tools/gpu_check.py.
+"""Tests for roofline_lib.evidence.records (the GPU record schema) and the CPU-testable parts of tools/gpu_check.py.
 
 Every fixture record is written to tmp_path: no record with invented numbers lives in the
 repository. The made-up H200 run used throughout (datasheet: 4.8 TB/s HBM, 989.5 TFLOP/s dense
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from roofline_lib import hardware, record_report, records
-from roofline_lib.records import GPURecord, NoRecord, RecordError
-from roofline_lib.roofline import ImplausibleMeasurement
+from roofline_lib.core.roofline import ImplausibleMeasurement
+from roofline_lib.evidence.records import GPURecord, NoRecord, RecordError
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMM_8192_FLOP = 2 * 8192**3  # 1.0995e12
@@ -360,7 +360,7 @@ def test_every_committed_record_is_valid_and_nothing_else_is_json():
 
 
 def test_the_library_does_not_know_the_books_folders():
-    for path in (ROOT / "roofline_lib").glob("*.py"):
+    for path in (ROOT / "roofline_lib").rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert "MEASUREMENTS_DIR" not in text and '"measurements"' not in text, path.name
     with pytest.raises(TypeError, match="directory"):

@@ -1,4 +1,4 @@
-"""roofline_lib.scenarios: the shared worked examples, and the chapters that quote them.
+"""roofline_lib.workloads.scenarios: the shared worked examples, and the chapters that quote them.
 
 The first half checks the scenarios themselves against hand-countable arithmetic; the second
 half reads the chapters' text and asserts that they use the scenarios rather than re-typing
@@ -125,7 +125,9 @@ def test_code_cell_reader_finds_code_and_only_code():
 def test_chapters_do_not_retype_scenario_inputs(chapter):
     code = _code(chapter.read_text(encoding="utf-8"))
     found = [f"{what}: {m[0]!r}" for pattern, what in _RETYPED for m in re.finditer(pattern, code)]
-    assert not found, f"{chapter.name} re-types scenario inputs; read them from roofline_lib.scenarios: {found}"
+    assert not found, (
+        f"{chapter.name} re-types scenario inputs; read them from roofline_lib.workloads.scenarios: {found}"
+    )
 
 
 @pytest.mark.parametrize(

@@ -330,13 +330,13 @@ SMALL = rl.TransformerConfig(d_model=32, d_ff=64, n_layers=2, n_heads=4, vocab=6
 
 @pytest.fixture(scope="module")
 def small_live():
-    from roofline_lib.serving_live import LiveServer
+    from roofline_lib.evidence.serving_live import LiveServer
 
     return LiveServer(SMALL, max_slots=4, max_len=64)
 
 
 def test_the_cached_loop_gives_the_logits_of_a_full_forward(small_live):
-    from roofline_lib.serving_live import max_logit_gap
+    from roofline_lib.evidence.serving_live import max_logit_gap
 
     assert max_logit_gap(small_live, prompt_len=10, new_tokens=4) < 1e-4
 
@@ -373,7 +373,7 @@ LIVE_TPOT_BAND = (0.5, 25.0)
 @pytest.mark.measures
 def test_the_live_tpot_sits_within_a_stated_band_of_the_model_on_measured_roofs():
     from roofline_lib import measure
-    from roofline_lib.serving_live import SERVE_CONFIG, LiveServer
+    from roofline_lib.evidence.serving_live import SERVE_CONFIG, LiveServer
 
     ceilings = measure.measure_ceilings(seconds=1.0, device="cpu")
     model = sv.serving_server(SERVE_CONFIG, ceilings, bytes_per_param=4)

@@ -1,4 +1,4 @@
-"""widgets.serving_explorer against roofline_lib.serving, and its website twin against both.
+"""widgets.serving_explorer against roofline_lib.workloads.serving, and its website twin against both.
 
 The explorer draws serving.steady_frontier for every policy and marks serving.best_steady_state
 for the chosen one; the markup it writes carries serving.step_counts, from which the site's

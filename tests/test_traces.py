@@ -354,7 +354,7 @@ def test_an_empty_profile_gets_a_message_not_a_verdict():
 
 
 def _cpu_ceilings(precision="fp32"):
-    from roofline_lib.measure import MeasuredCeilings
+    from roofline_lib.evidence.measure import MeasuredCeilings
 
     # 100 GFLOP/s over 10 GB/s: ridge 10 FLOP/B
     return MeasuredCeilings(10e9, 100e9, "toy CPU", precision, 2, "2026-01-01T00:00:00Z", "2.13.0")

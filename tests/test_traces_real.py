@@ -4,7 +4,7 @@ Holistic Trace Analysis (facebookresearch/HolisticTraceAnalysis, MIT licence) sh
 of real training runs in its ``tests/data``. They are not copied into this repository: point
 ``ROOFLINE_HTA_TRACES`` at a checkout's ``tests/data`` folder to run these tests (they are skipped
 otherwise). Each trace is parsed once per module. For each, three figures are counted here
-independently of :mod:`roofline_lib.traces` -- with plain interval arithmetic on the raw events --
+independently of :mod:`roofline_lib.evidence.traces` -- with plain interval arithmetic on the raw events --
 and compared with the reading, and with HTA 0.5.0's own breakdown of the same file:
 
 * idle share: the merged kernel window minus the union of all kernel intervals;

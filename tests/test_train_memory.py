@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import roofline_lib as rl
-from roofline_lib.train_memory import activation_bytes_per_layer, state_bytes_per_param, zero_memory
+from roofline_lib.workloads.train_memory import activation_bytes_per_layer, state_bytes_per_param, zero_memory
 
 
 def test_mixed_precision_adam_is_sixteen_bytes_per_parameter():

@@ -1,4 +1,4 @@
-"""Worked examples for roofline_lib.training: MFU, HFU, training bills, the precision sweep.
+"""Worked examples for roofline_lib.workloads.training: MFU, HFU, training bills, the precision sweep.
 
 Registry figures used below (dense): A100 80GB 312e12 FLOP/s bf16, 19.5e12 fp32, 624e12 int8,
 2039e9 B/s; A100 40GB 1555e9 B/s; H100 SXM 3.35e12 B/s, 1979e12 fp8.

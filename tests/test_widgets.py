@@ -1,4 +1,4 @@
-"""Tests for roofline_lib.widgets: each explorer's numbers, its controls, and its redraw time."""
+"""Tests for roofline_lib.present.widgets: each explorer's numbers, its controls, and its redraw time."""
 
 from __future__ import annotations
 

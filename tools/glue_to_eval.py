@@ -6,7 +6,7 @@
 
 What it rewrites, in a jupytext MyST notebook (text edits only: every other byte stays):
 
-* the import ``from myst_nb import glue`` becomes ``from roofline_lib.prose import Prose`` and
+* the import ``from myst_nb import glue`` becomes ``from roofline_lib.present.prose import Prose`` and
   ``prose = Prose()``;
 * every call ``glue("key", value, display=False)`` becomes ``prose("key", value)``;
 * every role ``{glue:text}`key:spec``` (and ``{glue}`key```) becomes ``{eval}`prose["key:spec"]```;
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-IMPORT_NEW = "from roofline_lib.prose import Prose\nprose = Prose()"
+IMPORT_NEW = "from roofline_lib.present.prose import Prose\nprose = Prose()"
 _OPEN = re.compile(r"^(?P<fence>`{3,})\{code-cell\}")
 _ROLE = re.compile(r"\{glue(?::(?P<kind>[a-z]+))?\}`(?P<ref>[^`]*)`")
 _REF = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(:[^\"\\]*)?\Z")

@@ -6,11 +6,11 @@ In order:
 
 1. refuses to run (exit 2) without a CUDA GPU, with the CPU build of torch, under
    TRITON_INTERPRET, or on a GPU the registry does not hold;
-2. measures the roofs through roofline_lib.measure, so the course has one definition of each:
+2. measures the roofs through roofline_lib.evidence.measure, so the course has one definition of each:
    the memory roof is the better of a copy and an add over 1 GiB buffers
    (``measure.stream_readings``), the compute roof a square bf16 GEMM sweep up to 8192^3, and an
    fp8 sweep through ``torch._scaled_mm`` where the chip has fp8 (``measure.matmul_readings``);
-3. times the course's Triton demos (roofline_lib.kernels), each checked against torch first and
+3. times the course's Triton demos (roofline_lib.evidence.kernels), each checked against torch first and
    predicted from its byte count on the measured memory roof;
 4. runs nbval over every notebook with ROOFLINE_REQUIRE_GPU=1 (a GPU cell that would fall back
    to the record raises instead of skipping): strict, output against output, where the notebook
@@ -48,8 +48,8 @@ if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
 from roofline_lib import measure, record_report, records  # noqa: E402
-from roofline_lib.hardware import as_gpu  # noqa: E402
-from roofline_lib.records import (  # noqa: E402
+from roofline_lib.core.hardware import as_gpu  # noqa: E402
+from roofline_lib.evidence.records import (  # noqa: E402
     CopyMeasurement,
     GemmMeasurement,
     GPURecord,
@@ -312,7 +312,9 @@ def main(argv=None) -> int:
         return EXIT_FAILED
 
     rows = []
-    kernels = attempt("import roofline_lib.kernels", lambda: __import__("roofline_lib.kernels").kernels, failures)
+    kernels = attempt(
+        "import roofline_lib.evidence.kernels", lambda: __import__("roofline_lib.evidence.kernels").kernels, failures
+    )
     for name in kernels.DEMOS if kernels is not None else ():
         print(f"demo {name} ...", flush=True)
         row = attempt(

@@ -1,6 +1,6 @@
 """Write the digest of a recorded Kineto trace that chapters 6 and 7 diagnose.
 
-The digest holds what :func:`roofline_lib.diagnose.read_trace` reads from the trace (its rows,
+The digest holds what :func:`roofline_lib.evidence.diagnose.read_trace` reads from the trace (its rows,
 window, busy time, notes, collectives) with the trace's provenance, so a chapter can diagnose
 someone else's recorded GPU run without shipping the trace itself. Usage::
 

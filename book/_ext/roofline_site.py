@@ -1,7 +1,7 @@
 """Sphinx glue for The Roofline Course's website: one registry, no CDN.
 
 * On ``builder-inited`` it writes ``_static/roofline-registry.js`` (``window.ROOFLINE_REGISTRY``)
-  from :func:`roofline_lib.export.write_registry_js`, so the live explorer in the pages reads the
+  from :func:`roofline_lib.present.export.write_registry_js`, so the live explorer in the pages reads the
   very numbers the library uses. Nothing hand-written holds a copy.
 * On ``html-page-context`` it adds the registry, ``roofline-explorer.js`` and its CSS to the pages
   that contain an explorer (an element with class ``roofline-explorer``) and to no other page.
@@ -56,7 +56,7 @@ def write_registry(app) -> None:
     """Write the registry script into the output's ``_static`` folder (HTML builders only)."""
     if app.builder.format != "html":
         return
-    from roofline_lib.export import write_registry_js
+    from roofline_lib.present.export import write_registry_js
 
     static = Path(app.outdir) / "_static"
     static.mkdir(parents=True, exist_ok=True)
@@ -162,11 +162,11 @@ def depart_citation(self, node) -> None:
 def record_prose_for(app, docname, source) -> None:
     """Before myst-nb starts a page's kernel: where that kernel writes the prose values it quotes.
 
-    The kernel inherits the variable; ``roofline_lib.prose`` writes each quoted text to
+    The kernel inherits the variable; ``roofline_lib.present.prose`` writes each quoted text to
     ``_build/prose/<page>.json``, and JupyterLab shows them before the reader runs the chapter
-    (``roofline_lib.lab_contents``). A page that is not re-read keeps its file from the last build.
+    (``roofline_lib.present.lab_contents``). A page that is not re-read keeps its file from the last build.
     """
-    from roofline_lib.prose import RECORD_ENV
+    from roofline_lib.present.prose import RECORD_ENV
 
     os.environ[RECORD_ENV] = str(Path(app.outdir).parent / "prose" / f"{docname}.json")
 

@@ -1,9 +1,9 @@
 /* The Roofline Course: live explorers for the static website, no kernel needed.
  *
  * It reads window.ROOFLINE_REGISTRY, which the book's Sphinx extension (book/_ext/roofline_site.py)
- * writes from roofline_lib.export at build time, so the page and the library share one registry.
+ * writes from roofline_lib.present.export at build time, so the page and the library share one registry.
  * It draws into every element with class "roofline-explorer" and does nothing on a page without
- * one. Markup (a chapter's widget writes it after its still figure, roofline_lib.widgets.Explorer.site_html;
+ * one. Markup (a chapter's widget writes it after its still figure, roofline_lib.present.widgets.Explorer.site_html;
  * book/_static/README.md lists every attribute):
  *
  *   <div class="roofline-explorer" data-mode="intensity" data-gpu="A100" data-precision="bf16" data-intensity="10"></div>
@@ -176,12 +176,12 @@
     };
   }
 
-  // -- training: MFU (roofline_lib.training.mfu, roofline_lib.transformer.training_flops_per_token)
+  // -- training: MFU (roofline_lib.workloads.training.mfu, roofline_lib.models.transformer.training_flops_per_token)
 
   // transformer.TRAINING_CONVENTIONS, in its order; "palm" is the library's alias for full-square
   var CONVENTIONS = ["6N", "three-term", "full-square"];
   var CONVENTION_ALIASES = { palm: "full-square", kaplan: "three-term" };
-  // The same words as roofline_lib.training's refusal; tests/test_explorer_js.py holds them equal.
+  // The same words as roofline_lib.workloads.training's refusal; tests/test_explorer_js.py holds them equal.
   var MFU_CAUSES = "likely causes: a sparse (2:4) peak used instead of the dense one, the wrong GPU " +
     "count, tokens/s counted per GPU but divided by every GPU (or global tokens/s divided by one), " +
     "the wrong parameter count N, or tokens counted twice (e.g. once per data-parallel rank and " +
@@ -263,7 +263,7 @@
     return m.mfu;
   }
 
-  // -- forward FLOPs of a token, by component (roofline_lib.transformer.transformer_flops_per_token)
+  // -- forward FLOPs of a token, by component (roofline_lib.models.transformer.transformer_flops_per_token)
 
   /** Per layer: qkvo 8 d^2, scores 4 s d (2 s d causal), FFN 4 d d_ff (6 gated); once: 2 d V. */
   function transformerFlopsPerToken(dModel, dFf, nLayers, seqLen, vocab, gated, causal) {
@@ -362,7 +362,7 @@
     return { top: top, bottom: bottom, every: top - bottom > 7 ? 2 : 1 };
   }
 
-  /** A duration in s, ms, µs or ns with three significant digits, as roofline_lib._format.seconds: 0.0123 -> "12.3 ms". */
+  /** A duration in s, ms, µs or ns with three significant digits, as roofline_lib.core.formatting.seconds: 0.0123 -> "12.3 ms". */
   function duration(s) {
     if (s >= 1) return sig3(s) + " s";
     if (s >= 1e-3) return sig3(s * 1e3) + " ms";
@@ -382,14 +382,14 @@
     });
   }
 
-  // -- communication: the alpha-beta model of roofline_lib.comms, on the links of roofline_lib.interconnect
+  // -- communication: the alpha-beta model of roofline_lib.workloads.comms, on the links of roofline_lib.core.interconnect
 
   var COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "point_to_point"];
 
   /** The registry record of a link, by key, name or alias, as roofline_lib.link() resolves it. */
   function findLink(name) {
     var links = registry().links;
-    if (!links) throw new Error("the registry on this page has no links (re-run roofline_lib.export)");
+    if (!links) throw new Error("the registry on this page has no links (re-run roofline_lib.present.export)");
     return lookup(links, name, "link");
   }
 
@@ -473,7 +473,7 @@
       bytesPerRankPerByte(collective, nRanks, algorithm);
   }
 
-  // -- serving: roofline_lib.serving's steady state, from the counts serving.step_counts gives
+  // -- serving: roofline_lib.workloads.serving's steady state, from the counts serving.step_counts gives
 
   var SERVING_POLICIES = ["static", "continuous", "chunked", "disaggregated"];
   var FRONTIER_BATCHES = powersOfTwoUpTo(1024); // serving.FRONTIER_BATCHES: 1, 2, 4, ..., 1024
@@ -624,7 +624,7 @@
     return best;
   }
 
-  // -- parallelism: roofline_lib.parallel.plan and roofline_lib.train_memory, on the registry's nodes and models
+  // -- parallelism: roofline_lib.workloads.parallel.plan and roofline_lib.workloads.train_memory, on the registry's nodes and models
 
   var WIRE_BYTES = 2; // parallel._WIRE_BYTES: activations, keys/values and gradients cross the wire in bf16
   var ACTIVATION_RECOMPUTE = ["none", "selective", "full"]; // train_memory.ACTIVATION_RECOMPUTE
@@ -669,7 +669,7 @@
   /** The registry record of a node, by key, name or alias, as roofline_lib.node() resolves it. */
   function findNode(name) {
     var nodes = registry().nodes;
-    if (!nodes) throw new Error("the registry on this page has no nodes (re-run roofline_lib.export)");
+    if (!nodes) throw new Error("the registry on this page has no nodes (re-run roofline_lib.present.export)");
     return lookup(nodes, name, "node");
   }
 
@@ -787,7 +787,7 @@
    *  from the registry's copy of train_memory's tables (mixed Adam: 2 + 2 + 12 = 16 bytes). */
   function stateBytesPerParam(optimizer, precision) {
     var tables = registry().train_state;
-    if (!tables) throw new Error("the registry on this page has no train_state (re-run roofline_lib.export)");
+    if (!tables) throw new Error("the registry on this page has no train_state (re-run roofline_lib.present.export)");
     var opt = tableKey(optimizer === undefined ? "adam" : optimizer, tables.optimizers, "optimizer");
     var rec = tableKey(precision === undefined ? "mixed" : precision, tables.precision_recipes, "precision");
     var recipe = tables.precision_recipes[rec]; // [weight bytes, gradient bytes, bytes per state value, master copy]
@@ -1096,7 +1096,7 @@
       global_batch: batch, seq_len: v.seq_len, recompute: v.recompute });
   }
 
-  // The log sliders' spans (log10 of their ends), the same as roofline_lib.widgets' sliders; a test
+  // The log sliders' spans (log10 of their ends), the same as roofline_lib.present.widgets' sliders; a test
   // holds the two to each other.
   var SLIDER_LOG10 = { intensity: [-2, 4], tokens_per_s: [1, 9], message_bytes: [2, 11], slo_s: [-3, 1] };
   // The parallel mode's stepped sliders (log2 of their ends), widgets_parallel.parallel_explorer's notches.
@@ -2144,7 +2144,7 @@
         "one roof on its own: the step is at least the longest (" + p.binding + ", every communication hidden) and " +
         "at most their sum if nothing overlaps; MFU is the model's FLOPs over the longest. " +
         (p.fits ? "" : "This layout does not fit: its memory per GPU is above the GPU's HBM. ") +
-        "The arithmetic is roofline_lib.parallel.plan's.";
+        "The arithmetic is roofline_lib.workloads.parallel.plan's.";
       drawParallel(ui.svg, p);
       ui.svgTitle.textContent = "Roofs of one training step of " + p.model + " on " + p.cluster + " (" + lay + "): " +
         p.binding + " binds at " + duration(p.stepSeconds) + "; memory " + sig3(p.memory.total / GIB) + " of " +

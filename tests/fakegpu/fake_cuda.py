@@ -14,7 +14,7 @@ What is simulated, and nothing more:
   rewrites the device argument), so GPU-path cells can run their code; tensors made on the CPU
   stay there and are never moved;
 * the profiler records no CUDA activity (there is none to record);
-* roofline_lib.measure's three CUDA primitives return plausible H200 figures computed from the
+* roofline_lib.evidence.measure's three CUDA primitives return plausible H200 figures computed from the
   registry: streaming at 92 % of the datasheet HBM bandwidth, bf16 and fp8 products at 82 % and
   62 % of the dense peaks at n = 8192, so every guard in the library sees numbers a healthy H200 gives.
   ``_time_cuda`` runs the function once on the CPU (so its code is exercised) and reports that
@@ -77,13 +77,13 @@ class _Props:
 
 
 def _spec():
-    from roofline_lib.hardware import gpu
+    from roofline_lib.core.hardware import gpu
 
     return gpu(REGISTRY_KEY)
 
 
 def _timing(seconds: float, method: str):
-    from roofline_lib.measure import Timing
+    from roofline_lib.evidence.measure import Timing
 
     # a tight spread, as do_bench shows on an idle GPU: best, median 2 % above, worst 6 % above
     return Timing(
@@ -250,9 +250,9 @@ def _wrap(module, name, p: _Patches) -> None:
 
 
 _MODULE_PATCHES = {
-    "roofline_lib.measure": _patch_measure,
-    "roofline_lib.diagnose": _patch_diagnose,
-    "roofline_lib.plots": _patch_plots,
+    "roofline_lib.evidence.measure": _patch_measure,
+    "roofline_lib.evidence.diagnose": _patch_diagnose,
+    "roofline_lib.present.plots": _patch_plots,
 }
 
 

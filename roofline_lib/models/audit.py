@@ -1,0 +1,568 @@
+"""FLOP audit of real torch graphs, built on ``torch.utils.flop_counter.FlopCounterMode``.
+
+The analytic counts in :mod:`roofline_lib.models.transformer` are a plan; this module
+counts what a torch program dispatches and says where the two differ.
+
+What FlopCounterMode does and does not count (torch 2.13, read from
+``torch/utils/flop_counter.py`` and measured on a CPU):
+
+* It is a dispatch mode. Each aten op that reaches it is looked up in a table of
+  formulas keyed by op; ops without an entry count 0. Matmuls (``mm``, ``addmm``,
+  ``bmm``, ``baddbmm``, ``_scaled_mm``) and convolutions are in the table;
+  element-wise ops, norms and softmax are not.
+* Attention entries exist only for the CUDA kernels:
+  ``_scaled_dot_product_flash_attention``, ``_scaled_dot_product_efficient_attention``,
+  ``_scaled_dot_product_cudnn_attention``, their ``_backward`` ops, the low-level
+  ``_flash_attention_forward/backward`` and ``_efficient_attention_forward/backward``
+  (nested/varlen inputs), and ``flex_attention``.
+* On a CPU, ``F.scaled_dot_product_attention`` dispatches to
+  ``aten._scaled_dot_product_flash_attention_for_cpu`` (and its ``_backward``), which
+  has no entry. With ``B, H, S, Dh = 2, 4, 128, 32`` the stock counter reports
+  **0 FLOPs** for the forward and for forward+backward, causal or not, although the
+  two matmuls hold ``4 * B * H * S**2 * Dh = 16,777,216`` FLOPs.
+* None of the attention formulas reads ``is_causal`` (the source says so in a
+  comment). Called on meta tensors with ``is_causal=True``, the flash, efficient and
+  cuDNN entries count the full square: 16,777,216 forward and 41,943,040 backward
+  for the shape above. The backward formula charges five score-sized matmuls (it
+  includes the recomputation of ``Q K^T`` that flash kernels do), 2.5 forwards,
+  where the usual "backward = 2 x forward" convention charges four.
+* Forcing the math backend (``sdpa_kernel(SDPBackend.MATH)``) decomposes attention
+  into ``bmm`` + softmax; the counter then sees 16,777,216 forward and 50,331,648
+  forward+backward, with or without the causal mask, because that path really does
+  compute the full square and masks it afterwards.
+* Timed on this CPU (``B, H, S, Dh = 1, 8, 2048, 64``), the fused CPU kernel runs
+  causal attention in ~0.64 of the non-causal time (forward+backward ~0.60): it
+  does skip masked blocks. So "FlopCounterMode counts the attention convention your
+  SDPA backend used" is not true: on a CPU it counts no attention at all, and on a
+  GPU it counts a causal kernel as if it computed the masked half too (2x the
+  forward score FLOPs) and counts the flash backward's recompute.
+
+What :func:`count_flops` does about it (``attention=`` chooses):
+
+* ``"kernel"`` (default): every SDPA kernel above, the CPU one included, is counted
+  by the entries it keeps: ``ops.attention_score_entries`` (``s * (s + 1) / 2`` per
+  head for a square causal mask), ``2 * Dh`` FLOPs per entry for ``Q K^T`` and
+  ``2 * Dh`` for ``P V``. Backward: four score-sized matmuls (``dP = dO V^T``,
+  ``dV = P^T dO``, ``dQ = dS K``, ``dK = dS^T Q``), i.e. 2x the forward, the model-FLOP
+  convention behind 6N and MFU. ``recompute=True`` adds the flash backward's
+  recomputed ``Q K^T``, a hardware-FLOP (HFU) count.
+* ``"dense"``: the same kernels counted as full ``s_q x s_k`` squares, as an
+  implementation that masks instead of skipping would compute.
+* ``"raw"``: FlopCounterMode's own table, untouched, to show the discrepancy.
+
+Attention that goes through the math fallback (a float mask tensor on some
+backends, dropout on CPU, or ``SDPBackend.MATH``) arrives as plain ``bmm`` calls
+and is counted as dense in every mode: nothing in a ``bmm`` says it is attention.
+Masks passed as tensors (``attn_mask``, ``attn_bias``) and sliding windows are
+counted dense; ``flex_attention`` keeps torch's formula.
+
+Cross-check on :class:`TinyDecoder` (see :func:`crosscheck`): the counted forward
+exceeds ``transformer_flops_per_token * tokens`` by exactly ``2 * L * B * s * d``
+FLOPs, the gap between ``s * (s + 1) / 2`` kept score entries and the analytic
+``s**2 / 2``; the counted backward is exactly 2x the counted forward, so forward +
+backward exceeds the analytic ``3x`` form by three times that. For the default tiny
+model this is under 0.1 %. Nothing else differs, because the analytic model and
+the counter both charge 0 to embedding lookups, norms, activations and the
+softmax, and because the embedding weight needs a gradient, so every weight
+matmul's input gradient is computed, the first layer's included.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Callable, Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils import flop_counter as _fc
+from torch.utils.flop_counter import FlopCounterMode
+
+from ..core.checks import _positive_int
+from ..core.ops import attention_score_entries
+from .transformer import TransformerConfig
+
+__all__ = [
+    "ATTENTION_MODES",
+    "ATTENTION_OPS",
+    "FlopAudit",
+    "attention_mapping",
+    "count_flops",
+    "TINY_CONFIG",
+    "TinyDecoder",
+    "tiny_decoder",
+    "random_tokens",
+    "Crosscheck",
+    "crosscheck",
+]
+
+#: How count_flops may count attention kernels.
+ATTENTION_MODES = MappingProxyType(
+    {
+        "kernel": "kept score entries only (causal = s(s+1)/2 per head); backward = 2 x forward",
+        "dense": "full s_q x s_k square even when causal; backward = 2 x forward",
+        "raw": "FlopCounterMode's own formulas: CPU SDPA counts 0, causal ignored",
+    }
+)
+
+_aten = torch.ops.aten
+
+# aten op name -> (is_backward, how to read its q/k/v shapes)
+_ATTENTION_OP_KINDS = {
+    "_scaled_dot_product_flash_attention_for_cpu": (False, "sdpa"),
+    "_scaled_dot_product_flash_attention_for_cpu_backward": (True, "sdpa"),
+    "_scaled_dot_product_flash_attention": (False, "sdpa"),
+    "_scaled_dot_product_flash_attention_backward": (True, "sdpa"),
+    "_scaled_dot_product_efficient_attention": (False, "sdpa"),
+    "_scaled_dot_product_efficient_attention_backward": (True, "sdpa"),
+    "_scaled_dot_product_cudnn_attention": (False, "sdpa"),
+    "_scaled_dot_product_cudnn_attention_backward": (True, "sdpa"),
+    "_flash_attention_forward": (False, "flash_varlen"),
+    "_flash_attention_backward": (True, "flash_varlen"),
+    "_efficient_attention_forward": (False, "efficient_varlen"),
+    "_efficient_attention_backward": (True, "efficient_varlen"),
+}
+
+#: The aten attention ops that count_flops re-counts in "kernel" and "dense" modes.
+ATTENTION_OPS = tuple(f"aten.{name}" for name in _ATTENTION_OP_KINDS if hasattr(_aten, name))
+
+
+# --- attention formulas --------------------------------------------------------------
+
+
+def _bind(packet, args, kwargs) -> dict:
+    """Name an op's arguments by its schema, picking the overload whose types fit."""
+    for overload in packet.overloads():
+        schema = getattr(packet, overload)._schema
+        names = [a.name for a in schema.arguments]
+        if len(args) > len(names):
+            continue
+        bound = dict(zip(names, args))
+        bound.update(kwargs)
+        if "is_causal" in bound and not isinstance(bound["is_causal"], bool):
+            continue
+        if "custom_mask_type" in bound and not isinstance(bound["custom_mask_type"], int):
+            continue
+        for a in schema.arguments:
+            if a.name not in bound and a.has_default_value():
+                bound[a.name] = a.default_value
+        return bound
+    raise TypeError(f"cannot match the arguments of {packet} to its schema")
+
+
+def _causality(bound: dict) -> tuple[bool, str]:
+    """(causal, alignment) from either ``is_causal`` or ``custom_mask_type`` (1 top-left, 2 bottom-right)."""
+    if "custom_mask_type" in bound:
+        mask_type = bound["custom_mask_type"] or 0
+        return mask_type in (1, 2), "bottom-right" if mask_type == 2 else "top-left"
+    return bool(bound.get("is_causal", False)), "top-left"
+
+
+# varlen layout -> (torch's unpacking helper in flop_counter, the sequence-length arguments it takes,
+# named as in the aten op's schema)
+_VARLEN_UNPACKING = {
+    "flash_varlen": ("_unpack_flash_attention_nested_shapes", ("cum_seq_q", "cum_seq_k", "max_q", "max_k")),
+    "efficient_varlen": (
+        "_unpack_efficient_attention_nested_shapes",
+        ("cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k"),
+    ),
+}
+
+
+def _qkv_shapes(layout: str, bound: dict):
+    """Yield (b, h_q, s_q, d_q), (.., s_k, ..), (.., d_v) per sequence."""
+    q, k, v = bound["query"], bound["key"], bound["value"]
+    if layout == "sdpa":
+        yield tuple(q.shape), tuple(k.shape), tuple(v.shape)
+        return
+    # nested / varlen inputs: reuse torch's unpacking so shapes agree with its formulas
+    unpack, length_args = _VARLEN_UNPACKING[layout]
+    shapes = getattr(_fc, unpack)(query=q, key=k, value=v, **{name: bound[name] for name in length_args})
+    for q_shape, k_shape, v_shape, _ in shapes:
+        yield tuple(q_shape), tuple(k_shape), tuple(v_shape)
+
+
+def _attention_formula(packet, is_backward: bool, layout: str, dense: bool, recompute: bool):
+    def formula(*args, out_val=None, **kwargs) -> int:
+        bound = _bind(packet, args, kwargs)
+        causal, alignment = _causality(bound)
+        total = 0
+        for (b, h_q, s_q, d_q), (_, _, s_k, _), (_, _, _, d_v) in _qkv_shapes(layout, bound):
+            if s_q == 0 or s_k == 0:
+                continue
+            entries = attention_score_entries(s_q, s_k, causal and not dense, alignment)
+            if is_backward:
+                # dP = dO V^T and dV = P^T dO (2*d_v each); dQ = dS K and dK = dS^T Q (2*d_q each)
+                per_entry = 4 * d_v + 4 * d_q
+                if recompute:
+                    per_entry += 2 * d_q  # S = Q K^T again, as flash backward kernels do
+            else:
+                per_entry = 2 * d_q + 2 * d_v  # S = Q K^T, then O = P V
+            total += b * h_q * entries * per_entry
+        return total
+
+    formula._get_raw = True  # FlopCounterMode passes the raw arguments, not shapes
+    return formula
+
+
+def attention_mapping(attention: str = "kernel", recompute: bool = False) -> dict:
+    """The ``custom_mapping`` for ``FlopCounterMode`` that counts attention by ``attention`` mode.
+
+    Use it directly when you want torch's own context manager::
+
+        with FlopCounterMode(display=False, custom_mapping=audit.attention_mapping()) as c:
+            model(tokens)
+
+    ``"raw"`` returns an empty mapping (torch's table as it is).
+    """
+    _check_mode(attention, recompute)
+    if attention == "raw":
+        return {}
+    mapping = {}
+    for name, (is_backward, layout) in _ATTENTION_OP_KINDS.items():
+        if hasattr(_aten, name):
+            packet = getattr(_aten, name)
+            mapping[packet] = _attention_formula(
+                packet, is_backward, layout, dense=attention == "dense", recompute=recompute
+            )
+    return mapping
+
+
+def _check_mode(attention, recompute) -> None:
+    if attention not in ATTENTION_MODES:
+        raise ValueError(f"attention must be one of {', '.join(repr(m) for m in ATTENTION_MODES)}, got {attention!r}")
+    if not isinstance(recompute, bool):
+        raise TypeError(f"recompute must be True or False, got {type(recompute).__name__} {recompute!r}")
+    if recompute and attention == "raw":
+        raise ValueError(
+            "recompute=True applies to attention='kernel' or 'dense'; 'raw' keeps torch's "
+            "formulas, whose GPU backward already includes the recompute"
+        )
+
+
+# --- the audit -----------------------------------------------------------------------
+
+
+def _op_name(packet) -> str:
+    if isinstance(packet, torch._ops.OpOverloadPacket):
+        return str(packet)  # "aten.mm"
+    fn = getattr(packet, "fn", None)
+    return getattr(fn, "__name__", None) or getattr(packet, "__name__", None) or repr(packet)
+
+
+class _Ledger:
+    """Per-op FLOP tallies, split into forward and backward by the autograd engine's state."""
+
+    def __init__(self):
+        self.forward: dict[str, int] = defaultdict(int)
+        self.backward: dict[str, int] = defaultdict(int)
+        self.in_backward = False  # used only where torch cannot tell us
+
+    def _phase(self) -> dict[str, int]:
+        task_id = getattr(torch._C, "_current_graph_task_id", None)
+        running_backward = task_id() != -1 if task_id is not None else self.in_backward
+        return self.backward if running_backward else self.forward
+
+    def wrap(self, packet, formula):
+        name = _op_name(packet)
+
+        def counted(*args, out_val=None, **kwargs):
+            n = formula(*args, out_val=out_val, **kwargs)
+            self._phase()[name] += int(n)
+            return n
+
+        counted._get_raw = True
+        return counted
+
+
+@dataclass(frozen=True)
+class FlopAudit:
+    """FLOPs a torch program dispatched, as counted by :func:`count_flops`.
+
+    ``forward_by_op`` / ``backward_by_op`` map an aten op name (``"aten.mm"``) to FLOPs.
+    ``by_module`` maps a module path (``"TinyDecoder.blocks.0.attn"``; ``"Global"`` for
+    everything) to its *forward* FLOPs, as FlopCounterMode's module tracker assigns them.
+    The tracker's backward attribution is not used: it books some gradient matmuls to
+    sibling modules as well (in :class:`TinyDecoder` the same-shaped q, k and v
+    projections came out at 12.6, 21.0 and 29.4 MFLOP forward+backward, and the four
+    projections summed to more than their parent module).
+    """
+
+    forward: int
+    backward: int
+    forward_by_op: Mapping[str, int]
+    backward_by_op: Mapping[str, int]
+    by_module: Mapping[str, int]
+    attention: str
+    recompute: bool
+
+    @property
+    def total(self) -> int:
+        return self.forward + self.backward
+
+    @property
+    def by_op(self) -> Mapping[str, int]:
+        merged: dict[str, int] = defaultdict(int)
+        for table in (self.forward_by_op, self.backward_by_op):
+            for op, n in table.items():
+                merged[op] += n
+        return MappingProxyType(dict(merged))
+
+    def table(self) -> str:
+        """A plain-text breakdown: one row per op, forward, backward, share of the total."""
+        rows = sorted(self.by_op.items(), key=lambda kv: -kv[1])
+        width = max([len("op"), len("total")] + [len(op) for op, _ in rows])
+        lines = [f"{'op':<{width}}  {'forward':>16}  {'backward':>16}  {'share':>6}"]
+        for op, n in rows:
+            share = n / self.total if self.total else 0.0
+            lines.append(
+                f"{op:<{width}}  {self.forward_by_op.get(op, 0):>16,}  "
+                f"{self.backward_by_op.get(op, 0):>16,}  {share:>6.1%}"
+            )
+        lines.append(
+            f"{'total':<{width}}  {self.forward:>16,}  {self.backward:>16,}  {1.0 if self.total else 0.0:>6.1%}"
+        )
+        lines.append(
+            f"(attention counted as {self.attention!r}{', with backward recompute' if self.recompute else ''})"
+        )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def _loss_of(out) -> torch.Tensor:
+    t = out[0] if isinstance(out, (tuple, list)) and out else out
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(
+            f"backward=True needs fn to return a tensor (or a tuple whose first item is one), got {type(out).__name__}"
+        )
+    if not t.requires_grad:
+        raise ValueError(
+            "backward=True needs fn's output to require grad; pass a module with trainable "
+            "parameters or inputs with requires_grad=True"
+        )
+    return t if t.numel() == 1 else t.sum()  # stand-in loss: d(sum)/d(out) = 1 everywhere
+
+
+def count_flops(
+    fn: Callable, *args, backward: bool = False, attention: str = "kernel", recompute: bool = False, **kwargs
+) -> FlopAudit:
+    """Run ``fn(*args, **kwargs)`` under FlopCounterMode and return a :class:`FlopAudit`.
+
+    ``backward=True`` also runs ``.backward()`` on the output (summed to a scalar if it is
+    not one), counting the backward pass. A ``fn`` that calls ``backward`` itself works
+    with ``backward=False``: ops run by the autograd engine are booked as backward
+    either way. ``attention`` picks how attention kernels are counted (see
+    :data:`ATTENTION_MODES` and the module docstring); ``recompute=True`` adds the
+    flash backward's recomputed ``Q K^T``.
+
+    Parameter gradients accumulate as in any backward; zero them afterwards if the
+    model is reused for training.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable (a module or function), got {type(fn).__name__}")
+    if not isinstance(backward, bool):
+        raise TypeError(f"backward must be True or False, got {type(backward).__name__} {backward!r}")
+    _check_mode(attention, recompute)
+
+    ledger = _Ledger()
+    formulas = {**_fc.flop_registry, **attention_mapping(attention, recompute)}
+    mapping = {packet: ledger.wrap(packet, f) for packet, f in formulas.items()}
+    counter = FlopCounterMode(display=False, custom_mapping=mapping)
+    with counter:
+        out = fn(*args, **kwargs)
+        forward_modules = counter.get_flop_counts()  # before the backward muddles attribution
+        if backward:
+            loss = _loss_of(out)
+            ledger.in_backward = True
+            loss.backward()
+            ledger.in_backward = False
+
+    by_module = {mod: sum(ops.values()) for mod, ops in forward_modules.items()}
+    return FlopAudit(
+        forward=sum(ledger.forward.values()),
+        backward=sum(ledger.backward.values()),
+        forward_by_op=MappingProxyType(dict(ledger.forward)),
+        backward_by_op=MappingProxyType(dict(ledger.backward)),
+        by_module=MappingProxyType(by_module),
+        attention=attention,
+        recompute=recompute,
+    )
+
+
+# --- a tiny decoder to audit -----------------------------------------------------------
+
+#: A decoder small enough to audit in well under a second on a CPU: d_ff = 352 is
+#: 8d/3 = 341 rounded up to a multiple of 32; 533,120 parameters.
+TINY_CONFIG = TransformerConfig(
+    d_model=128,
+    d_ff=352,
+    n_layers=2,
+    n_heads=4,
+    vocab=512,
+    seq_len=128,
+    gated=True,
+    tied_embeddings=False,
+)
+
+
+class _Attention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.n_heads = n_heads
+        self.q = nn.Linear(d_model, d_model, bias=False)
+        self.k = nn.Linear(d_model, d_model, bias=False)
+        self.v = nn.Linear(d_model, d_model, bias=False)
+        self.o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, d = x.shape
+
+        def split_heads(t):  # (b, s, d) -> (b, heads, s, head_dim)
+            return t.view(b, s, self.n_heads, d // self.n_heads).transpose(1, 2)
+
+        y = F.scaled_dot_product_attention(
+            split_heads(self.q(x)), split_heads(self.k(x)), split_heads(self.v(x)), is_causal=True
+        )
+        return self.o(y.transpose(1, 2).reshape(b, s, d))
+
+
+class _FeedForward(nn.Module):
+    def __init__(self, d_model: int, d_ff: int, gated: bool):
+        super().__init__()
+        self.gated = gated
+        self.gate = nn.Linear(d_model, d_ff, bias=False) if gated else None
+        self.up = nn.Linear(d_model, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gated:
+            return self.down(F.silu(self.gate(x)) * self.up(x))  # SwiGLU
+        return self.down(F.gelu(self.up(x)))
+
+
+class _Block(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.attn_norm = nn.RMSNorm(cfg.d_model, eps=1e-6)
+        self.attn = _Attention(cfg.d_model, cfg.n_heads)
+        self.ffn_norm = nn.RMSNorm(cfg.d_model, eps=1e-6)
+        self.ffn = _FeedForward(cfg.d_model, cfg.d_ff, cfg.gated)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.attn_norm(x))
+        return x + self.ffn(self.ffn_norm(x))
+
+
+class TinyDecoder(nn.Module):
+    """A pre-norm decoder-only transformer sized by a :class:`TransformerConfig`.
+
+    Token embedding, ``n_layers`` blocks of RMSNorm -> causal SDPA attention (separate
+    bias-free Q, K, V, O projections) and RMSNorm -> FFN (SwiGLU when ``cfg.gated``,
+    GELU otherwise), a final RMSNorm and an unembedding, tied to the embedding when
+    ``cfg.tied_embeddings``. It has no position encoding: it exists to be counted,
+    timed and profiled, not trained to speak, and position encodings add no matmul
+    FLOPs. Its parameter count equals ``cfg.n_params()``.
+
+    ``forward(tokens)`` takes integer token ids of shape (batch, seq) and returns logits
+    of shape (batch, seq, vocab).
+    """
+
+    def __init__(self, cfg: TransformerConfig, *, seed: int = 0, dtype=torch.float32, device=None):
+        super().__init__()
+        if not isinstance(cfg, TransformerConfig):
+            raise TypeError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+        plain = dict(
+            n_kv_heads=cfg.n_heads,
+            head_dim=cfg.d_model // cfg.n_heads,
+            bias=False,
+            qkv_bias=False,
+            norm="rmsnorm",
+            norms_per_layer=2,
+            learned_positions=None,
+            n_experts=1,
+            sliding_window=None,
+            qk_norm=False,
+            embedding_norm=False,
+            mla=None,
+        )
+        unsupported = [k for k, v in plain.items() if getattr(cfg, k) != v]
+        if unsupported or cfg.d_model % cfg.n_heads:
+            raise ValueError(
+                "TinyDecoder builds multi-head, dense, bias-free RMSNorm blocks only; this config sets "
+                f"{', '.join(unsupported) or 'head_dim'}, which it would not honour"
+            )
+        self.cfg = cfg
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.embed = nn.Embedding(cfg.vocab, cfg.d_model)
+            self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.n_layers))
+            self.norm = nn.RMSNorm(cfg.d_model, eps=1e-6)
+            self.unembed = nn.Linear(cfg.d_model, cfg.vocab, bias=False)
+        if cfg.tied_embeddings:
+            self.unembed.weight = self.embed.weight
+        self.to(dtype=dtype, device=device)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        if tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
+            raise ValueError(
+                f"tokens must be integer token ids of shape (batch, seq), got "
+                f"{tokens.dtype} of shape {tuple(tokens.shape)}"
+            )
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.unembed(self.norm(x))
+
+
+def tiny_decoder(
+    cfg: TransformerConfig = TINY_CONFIG, *, seed: int = 0, dtype=torch.float32, device=None
+) -> TinyDecoder:
+    """A :class:`TinyDecoder` for ``cfg`` (default :data:`TINY_CONFIG`), weights seeded by ``seed``."""
+    return TinyDecoder(cfg, seed=seed, dtype=dtype, device=device)
+
+
+def random_tokens(
+    cfg: TransformerConfig = TINY_CONFIG, batch=1, seq_len=None, *, seed: int = 0, device=None
+) -> torch.Tensor:
+    """Random token ids of shape (batch, seq_len), seq_len defaulting to ``cfg.seq_len``."""
+    batch = _positive_int(batch, "batch", "sequences")
+    s = cfg.seq_len if seq_len is None else _positive_int(seq_len, "seq_len", "tokens")
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(0, cfg.vocab, (batch, s), generator=gen).to(device)
+
+
+@dataclass(frozen=True)
+class Crosscheck:
+    """Counted FLOPs of a :class:`TinyDecoder` against ``transformer_flops_per_token * tokens``.
+
+    ``analytic`` uses the causal-kernel convention (``2 s d`` score FLOPs per layer and
+    token) and, when ``backward``, the 3x forward+backward form.
+    """
+
+    counted: int
+    analytic: int
+    tokens: int
+    backward: bool
+    audit: FlopAudit
+
+    @property
+    def relative_gap(self) -> float:
+        """(counted - analytic) / analytic."""
+        return (self.counted - self.analytic) / self.analytic
+
+
+def crosscheck(
+    cfg: TransformerConfig = TINY_CONFIG, batch=1, seq_len=None, *, backward=True, attention="kernel", seed: int = 0
+) -> Crosscheck:
+    """Count a :class:`TinyDecoder` with :func:`count_flops` and compare with the analytic count."""
+    model = tiny_decoder(cfg, seed=seed)
+    tokens = random_tokens(cfg, batch, seq_len, seed=seed)
+    audit = count_flops(model, tokens, backward=backward, attention=attention)
+    b, s = tokens.shape
+    per_token = cfg.flops_per_token(causal=True, seq_len=s)
+    analytic = b * s * (per_token.fwd_bwd_per_token if backward else per_token.fwd_per_token)
+    return Crosscheck(counted=audit.total, analytic=analytic, tokens=b * s, backward=backward, audit=audit)
