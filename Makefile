@@ -14,11 +14,27 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BUILD  := _build/html
-JB_STRICT := --all -W -n --keep-going
+# jupyter-book 1.x's build with Sphinx reading (and so executing) two pages at a time, every warning
+# an error, nitpicky, keep going (tools/build_book.py); --all reads every page again.
+BUILD_JOBS ?= 2
+JB_STRICT := --all --jobs $(BUILD_JOBS)
 # The same checks on the pages that changed since the last build (`make book` after a chapter edit).
-JB_CHANGED := -W -n --keep-going
+JB_CHANGED := --jobs $(BUILD_JOBS)
 
-.PHONY: help install install-sandbox lock browser book test lint unit nbval build-strict site-test lab-test browser-tests record lab serve grade gpu-check fake-gpu clean
+# How long each part took: a part writes its seconds to $(TIMES)/log, and `make book` and `make test`
+# print the parts that ran at their end (then start the next run's list afresh).
+TIMES := _build/.times
+define begin_part
+@mkdir -p $(TIMES) && date +%s.%N > $(TIMES)/$(1).begin
+endef
+define end_part
+@awk -v b="$$(cat $(TIMES)/$(1).begin)" -v e="$$(date +%s.%N)" 'BEGIN { printf "  %-14s %6.1f s\n", "$(1)", e - b }' >> $(TIMES)/log
+endef
+define print_parts
+@if [ -f $(TIMES)/log ]; then echo "==> $(1), seconds per part:"; cat $(TIMES)/log; rm -f $(TIMES)/log; fi
+endef
+
+.PHONY: help install install-sandbox lock browser book test times-afresh lint unit nbval build-strict site-test lab-test browser-tests record lab serve grade gpu-check fake-gpu clean
 
 help:
 	@echo "make book        install if needed, execute every chapter, build the site into $(BUILD)"
@@ -49,10 +65,12 @@ $(PY):
 # Reinstall whenever the pins or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml | $(PY)
 	@echo "==> installing the pinned environment (requirements.txt); first time takes a few minutes"
+	$(call begin_part,install)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (roofline course)" >/dev/null
+	$(call end_part,install)
 	@touch $@
 
 # JupyterLab settings: .md files open as notebooks (jupytext), news and update checks off.
@@ -113,22 +131,25 @@ BOOK_ALL_OK := _build/.all-inputs-built
 $(BOOK_OK): $(STAMP) $(BOOK_SOURCES)
 	@rm -f $@
 	@mkdir -p _build
+	$(call begin_part,book-build)
 	@if [ -f $(BOOK_ALL_OK) ] && [ -d $(BUILD) ] && \
 	    [ -z "$$(find $(BOOK_ALL_INPUTS) -newer $(BOOK_ALL_OK) 2>/dev/null | head -n 1)" ]; then \
 	  changed="$$(find $(filter-out $(BOOK_ALL_INPUTS),$(BOOK_SOURCES)) -newer $(BOOK_ALL_OK) 2>/dev/null | tr '\n' ' ')"; \
 	  echo "==> rebuilding what changed since the last build that passed: $${changed:-nothing}"; \
 	  [ -z "$$changed" ] || touch $$changed; \
 	  touch _build/.build-started; \
-	  $(VENV)/bin/jupyter-book build . $(JB_CHANGED); \
+	  $(PY) tools/build_book.py $(JB_CHANGED); \
 	else \
 	  echo "==> the library, configuration or environment changed (or no build yet): executing every page"; \
 	  touch _build/.build-started; \
-	  $(VENV)/bin/jupyter-book build . $(JB_STRICT); \
+	  $(PY) tools/build_book.py $(JB_STRICT); \
 	fi
 	@mv _build/.build-started $(BOOK_ALL_OK)
+	$(call end_part,book-build)
 	@touch $@
 
 book: $(BOOK_OK)
+	$(call print_parts,make book)
 	@echo
 	@echo "==> The site is built. Open $(CURDIR)/$(BUILD)/index.html in a browser, or run 'make serve'."
 
@@ -139,10 +160,12 @@ book: $(BOOK_OK)
 # chapters' GPU branches (the cells a CPU run skips) against a simulated GPU.
 
 lint: $(STAMP)
+	$(call begin_part,lint)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/actionlint
+	$(call end_part,lint)
 
 # Test processes: one per core, at most 4 (pytest-xdist). `make unit JOBS=1` runs in one process.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n > 4 ? 4 : n )))
@@ -157,8 +180,12 @@ XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS))
 UNIT = $(PY) -m pytest -q
 MEASURING := $(shell grep -l 'mark\.measures' tests/test_*.py 2>/dev/null)
 unit: $(STAMP) install-sandbox
+	$(call begin_part,unit)
 	$(UNIT) tests --ignore=tests/test_site.py --ignore=tests/test_lab.py $(XDIST) $(if $(XDIST),--dist worksteal) -m "not measures"
+	$(call end_part,unit)
+	$(call begin_part,measures)
 	$(if $(MEASURING),$(UNIT) -m measures $(MEASURING))
+	$(call end_part,measures)
 
 # Chapters with a reference record in tests/records/ are compared output by output.
 RECORDED := $(patsubst tests/records/%.ipynb,%.md,$(shell find tests/records -name '*.ipynb' 2>/dev/null))
@@ -166,8 +193,10 @@ RECORDED := $(patsubst tests/records/%.ipynb,%.md,$(shell find tests/records -na
 # A kernel silent for 30 s at start is replaced (conftest.py); one starts in ~1 s.
 NBVAL = $(PY) -m pytest --nbval-current-env --nbval-kernel-startup-timeout 30 -q
 nbval: $(STAMP)
+	$(call begin_part,nbval)
 	$(NBVAL) $(XDIST) $(if $(XDIST),--dist loadfile) --nbval-lax solutions
 	$(if $(RECORDED),$(NBVAL) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(RECORDED))
+	$(call end_part,nbval)
 
 build-strict: $(BOOK_OK)
 	@echo "==> the strict build is up to date with its sources: $(BUILD)"
@@ -184,12 +213,19 @@ lab-test: $(STAMP) $(LAB_SETTINGS) browser
 # server), so on 2 cores the pair took 88 to 99 s, against about 125 s one after the other. One test process
 # per file; `make browser-tests JOBS=1` runs them one after the other.
 browser-tests: $(BOOK_OK) $(LAB_SETTINGS) browser
+	$(call begin_part,browser-tests)
 	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_site.py tests/test_lab.py -q $(if $(XDIST),-n 2 --dist loadfile)
+	$(call end_part,browser-tests)
 
 # The parts in order (the browser tests read the site build-strict wrote); run serially.
 TEST_PARTS := lint unit nbval build-strict fake-gpu browser-tests
-test: $(TEST_PARTS)
+test: times-afresh $(TEST_PARTS)
+	$(call print_parts,make test)
 	@echo "==> make test: all parts passed ($(TEST_PARTS))"
+
+# A part run on its own (`make unit`) leaves its time in the list; `make test` starts a new one.
+times-afresh:
+	@rm -f $(TIMES)/log
 
 # Re-write the reference records that strict nbval compares against (after changing such a notebook).
 record: $(STAMP)
@@ -216,9 +252,12 @@ gpu-check: $(STAMP)
 # (tests/fakegpu, inert unless ROOFLINE_FAKE_GPU is set); no CPU work may meet a GPU roof. The
 # exercises import neither torch nor anything that does, so they have no GPU path (a unit test checks).
 # The chapters that judge timings against roofs read on this CPU run one at a time (two at once
-# would skew each other's roofs); the others two at a time (tests/test_fake_gpu_chapters.py).
+# would skew each other's roofs), in one process; the others one at a time in a second process
+# beside them (tests/test_fake_gpu_chapters.py), as the book build runs its pages.
 fake-gpu: $(STAMP)
+	$(call begin_part,fake-gpu)
 	ROOFLINE_FAKE_GPU_NOTEBOOKS=1 $(PY) -m pytest tests/test_fake_gpu_chapters.py -q -k every_chapter
+	$(call end_part,fake-gpu)
 
 clean:
 	rm -rf _build .jupyter_cache

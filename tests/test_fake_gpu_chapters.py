@@ -117,6 +117,33 @@ def _first_failure(out: str, size: int = 5000) -> str:
     return head + "\n...\n" + out[-1500:]
 
 
+class _Run(subprocess.Popen):
+    stdout_path: Path
+
+
+def _run_under_fake(notebooks: list[str], log: Path, out: Path) -> _Run:
+    """nbval over ``notebooks``, one after the other in one process, with the fake H200 in every kernel."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--nbval-lax",
+        "--nbval-current-env",
+        "--nbval-kernel-startup-timeout",
+        "30",
+        "--nbval-sanitize-with",
+        "tests/nbval_sanitize.cfg",
+        *notebooks,
+    ]
+    with open(out, "w", encoding="utf-8") as sink:
+        run = _Run(cmd, cwd=ROOT, env=_fake_env(**{fake_cuda.LOG_ENV: str(log)}), stdout=sink, stderr=subprocess.STDOUT)
+    run.stdout_path = out
+    return run
+
+
 @pytest.mark.skipif(
     os.environ.get("ROOFLINE_FAKE_GPU_NOTEBOOKS") != "1",
     reason="runs every chapter on the fake GPU (about a minute): `make fake-gpu`",
@@ -124,44 +151,23 @@ def _first_failure(out: str, size: int = 5000) -> str:
 def test_every_chapter_passes_on_a_fake_h200(tmp_path):
     log = tmp_path / "fake-gpu.jsonl"
     notebooks = _notebooks()
-    # The pages that judge timings against this machine's roofs run one at a time: a roof read while
-    # another kernel held a core is low, and a step timed a moment later then beats it (chapter 10
-    # failed so). The others share the cores two at a time, each notebook whole in one kernel.
-    # A chapter that cannot reach a GPU (test_some_chapters_have_no_gpu_path_for_the_fake_to_run)
+    # The pages that judge timings against this machine's roofs run one at a time, in one process: a
+    # roof read while another of them streamed through memory is low, and a step timed a moment later
+    # then beats it (chapter 10 failed so). The other pages run one at a time in a second process
+    # beside them, as the book build runs its pages (tools/build_book.py), each notebook whole in one
+    # kernel. A chapter that cannot reach a GPU (test_some_chapters_have_no_gpu_path_for_the_fake_to_run)
     # runs as it does in the book build, which executes it already.
     notebooks = [nb for nb in notebooks if not _reaches_no_gpu(ROOT / nb)]
     live = [nb for nb in notebooks if _judges_timings_against_roofs(ROOT / nb)]
     quiet = [nb for nb in notebooks if nb not in live]
     assert live and quiet
-    two = ["-n", "2", "--dist", "loadfile"] if (os.cpu_count() or 1) >= 2 else []
-    for group, extra in ((quiet, two), (live, [])):
-        cmd = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--nbval-lax",
-            "--nbval-current-env",
-            "--nbval-kernel-startup-timeout",
-            "30",
-            "--nbval-sanitize-with",
-            "tests/nbval_sanitize.cfg",
-            *extra,
-            *group,
-        ]
-        done = subprocess.run(
-            cmd,
-            cwd=ROOT,
-            env=_fake_env(**{fake_cuda.LOG_ENV: str(log)}),
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        assert done.returncode == 0, _first_failure(done.stdout)
-    events = fake_cuda.read_log(log)
+    groups = [live, quiet] if (os.cpu_count() or 1) >= 2 else [live + quiet]
+    runs = [
+        _run_under_fake(group, log.with_suffix(f".{i}.jsonl"), tmp_path / f"out{i}") for i, group in enumerate(groups)
+    ]
+    for run in runs:
+        assert run.wait(timeout=900) == 0, _first_failure(run.stdout_path.read_text())
+    events = [e for i in range(len(groups)) for e in fake_cuda.read_log(log.with_suffix(f".{i}.jsonl"))]
     kernels = {e["pid"] for e in events if e["event"] == "installed"} - {None}
     assert len(kernels) >= len(notebooks)  # the fake was live in every notebook's kernel (and in pytest)
     gpu_work = [e for e in events if e["event"] in ("cuda_matmul", "cuda_stream", "cuda_time_fn")]

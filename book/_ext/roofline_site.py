@@ -171,12 +171,37 @@ def record_prose_for(app, docname, source) -> None:
     os.environ[RECORD_ENV] = str(Path(app.outdir).parent / "prose" / f"{docname}.json")
 
 
+def note_pages_to_read(app, env, docnames) -> None:
+    """The pages this build reads (and so executes): their execution times are reported at the end."""
+    app.roofline_read_now = list(docnames)
+
+
+def report_execution_times(app, exception) -> None:
+    """After a build that passed: how long each page read in it took to execute, slowest first."""
+    if exception is not None:
+        return
+    from myst_nb.sphinx_ import NbMetadataCollector
+
+    times = []
+    for docname in getattr(app, "roofline_read_now", []):
+        exec_data = NbMetadataCollector.get_doc_data(app.env).get(docname, {}).get("exec_data") or {}
+        if exec_data.get("runtime") is not None:
+            times.append((exec_data["runtime"], docname))
+    if times:
+        total = sum(seconds for seconds, _ in times)
+        print(f"==> pages executed in this build ({len(times)}, {total:.1f} s of kernel time in all):")
+        for seconds, docname in sorted(times, reverse=True):
+            print(f"    {seconds:6.1f} s  {docname}")
+
+
 def setup(app):
     _register_bibliography_style()
     from docutils import nodes
 
     app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
     app.connect("source-read", record_prose_for)
+    app.connect("env-before-read-docs", note_pages_to_read)
+    app.connect("build-finished", report_execution_times)
     app.connect("doctree-read", register_link_targets)
     app.connect("config-inited", theme_options)
     app.connect("builder-inited", write_registry)

@@ -1,0 +1,103 @@
+"""Build the book strictly, reading (and so executing) its pages in several processes at once.
+
+``jupyter-book build`` (1.x) has no option for Sphinx's parallel read, although every extension
+the book loads declares itself parallel-read safe; this script makes the same call the command
+makes (``jupyter_book.sphinx.build_sphinx`` with the book's ``_config.yml`` and ``_toc.yml``, every
+warning an error, nitpicky, keep going) and adds ``jobs``. With inline execution each page's
+kernel runs while the page is read, so two processes execute two pages at a time.
+
+Sphinx cuts the pages into chunks, one process each. Its own cut (at most ten pages a chunk, in
+name order) put the cheap pages and the exercises in one chunk and nearly every chapter in the
+other. Here the pages that read this machine's roofs and time kernels against them go in one
+chunk, run one after the other (two of them side by side would skew each other's roofs), and
+every other page is a chunk of its own, so the second process keeps busy beside them.
+
+    python tools/build_book.py [--all] [--jobs N]
+
+Exit status: Sphinx's (0 when the build passed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: A page that reads this machine's roofs judges its own timings against them (the same rule as
+#: tests/test_fake_gpu_chapters.py's, which runs those chapters one at a time under the fake GPU).
+_READS_ROOFS = re.compile(r"\bmeasure_ceilings\(")
+
+
+def reads_roofs(docname: str) -> bool:
+    """Whether the page ``docname`` (a path without suffix, from the book's root) reads this machine's roofs."""
+    source = ROOT / f"{docname}.md"
+    return source.is_file() and bool(_READS_ROOFS.search(source.read_text(encoding="utf-8")))
+
+
+def chunks(docnames: list[str], nproc: int, maxbatch: int = 10) -> list[list[str]]:
+    """The pages cut into the chunks Sphinx reads, one process each: the roof readers together, first."""
+    del nproc, maxbatch  # Sphinx's arguments; the cut here does not depend on them
+    timed = [d for d in docnames if reads_roofs(d)]
+    rest = [[d] for d in docnames if d not in timed]
+    return ([timed] if timed else []) + rest
+
+
+def _declare_multitoc_numbering_parallel_safe() -> None:
+    """sphinx-multitoc-numbering (loaded by sphinx-external-toc) declares nothing, so Sphinx reads serially.
+
+    All it does is replace ``TocTreeCollector.assign_section_numbers``, which Sphinx calls in the
+    main process once every page is read and merged; nothing of it runs while a page is read.
+    """
+    import sphinx_multitoc_numbering as multitoc
+
+    setup = multitoc.setup
+
+    def declared_setup(app):
+        metadata = setup(app) or {}
+        return {**metadata, "parallel_read_safe": True, "parallel_write_safe": True}
+
+    multitoc.setup = declared_setup
+
+
+def _use_chunks() -> None:
+    import sphinx.builders
+    import sphinx.util.parallel
+
+    sphinx.util.parallel.make_chunks = chunks
+    sphinx.builders.make_chunks = chunks  # the builder imported the name
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--all", action="store_true", help="read every page again (a fresh environment)")
+    parser.add_argument("--jobs", type=int, default=2, help="processes that read pages at once (default 2)")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be a whole number of processes, 1 or more, got {args.jobs}")
+    from jupyter_book.sphinx import build_sphinx
+
+    _declare_multitoc_numbering_parallel_safe()
+    _use_chunks()
+    overrides = {"external_toc_path": (ROOT / "_toc.yml").as_posix(), "latex_individualpages": False}
+    overrides["nitpicky"] = True
+    result = build_sphinx(
+        ROOT,
+        ROOT / "_build" / "html",
+        use_external_toc=True,
+        noconfig=True,
+        path_config=str(ROOT / "_config.yml"),
+        confoverrides=overrides,
+        builder="html",
+        warningiserror=True,
+        keep_going=True,
+        freshenv=args.all,
+        jobs=args.jobs,
+    )
+    return result if isinstance(result, int) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
