@@ -95,7 +95,8 @@ def _print_err(message: str) -> None:
 
 
 def _cmd_gpus(args) -> int:
-    from .core.hardware import GIB, registry
+    from .core.formatting import to_unit
+    from .core.hardware import registry
     from .core.roofline import ridge_point
 
     header = ("key", "name", "memory", "HBM TB/s", "capacity GiB", "bf16 TFLOP/s", "fp8 TFLOP/s", "bf16 ridge FLOP/B")
@@ -106,10 +107,10 @@ def _cmd_gpus(args) -> int:
                 key,
                 spec.name,
                 spec.memory_kind,
-                f"{spec.hbm_bytes_per_s / 1e12:.3g}",  # bytes/s -> TB/s
-                f"{spec.hbm_capacity_bytes / GIB:.0f}",  # bytes -> GiB: the "80 GB" a datasheet prints
-                f"{spec.peak_flops_per_s('bf16') / 1e12:.1f}" if spec.has("bf16") else "-",
-                f"{spec.peak_flops_per_s('fp8') / 1e12:.1f}" if spec.has("fp8") else "-",
+                f"{to_unit(spec.hbm_bytes_per_s, 'TB/s'):.3g}",
+                f"{to_unit(spec.hbm_capacity_bytes, 'GiB'):.0f}",  # the "80 GB" a datasheet prints
+                f"{to_unit(spec.peak_flops_per_s('bf16'), 'TFLOP/s'):.1f}" if spec.has("bf16") else "-",
+                f"{to_unit(spec.peak_flops_per_s('fp8'), 'TFLOP/s'):.1f}" if spec.has("fp8") else "-",
                 f"{ridge_point(spec, 'bf16'):.0f}" if spec.has("bf16") else "-",
             )
         )
@@ -168,7 +169,7 @@ def _flag_names(message: str) -> str:
 
 def _cmd_measure(args) -> int:
     json_path = _output_path(args.json, "--json", (".json",))  # before minutes of measuring
-    from .evidence.measure import measure_ceilings
+    from .evidence.measured_roofs import measure_ceilings
 
     def progress(message: str) -> None:
         print(f"  {message}", file=sys.stderr, flush=True)
@@ -191,6 +192,7 @@ def _cmd_measure(args) -> int:
 
 
 def _parse_point(text: str, kind: str, flag: str):
+    from .core.formatting import from_unit
     from .present.plots import Point
 
     parts = text.rsplit(":", 2)
@@ -203,7 +205,7 @@ def _parse_point(text: str, kind: str, flag: str):
     except ValueError:
         raise _UsageError(f"{flag} {text!r}: INTENSITY (FLOP/byte) and TFLOPS must be numbers") from None
     try:
-        return Point(label, intensity_f, tflops_f * 1e12, kind)  # TFLOP/s -> FLOP/s
+        return Point(label, intensity_f, from_unit(tflops_f, "TFLOP/s"), kind)
     except (TypeError, ValueError) as exc:
         raise _UsageError(f"{flag} {text!r}: {exc}") from exc
 
@@ -215,6 +217,7 @@ def _above_the_roofs(points, gpus, precisions, measured, memories=("hbm",)) -> N
     applied to the point's FLOP/s and the bytes/s its intensity implies; a point passes when one
     roof drawn holds it.
     """
+    from .core.formatting import to_unit
     from .core.roofline import ImplausibleMeasurement, check_plausible, roof
 
     roofs = []
@@ -239,9 +242,9 @@ def _above_the_roofs(points, gpus, precisions, measured, memories=("hbm",)) -> N
         if roofs and not any(held(point, r) for r in roofs):
             best = max(r.attainable_flops_per_s(point.intensity) for r in roofs)
             raise _Implausible(
-                f"point {point.label!r} at {point.intensity:g} FLOP/byte reaches {point.flops_per_s / 1e12:.4g} "
+                f"point {point.label!r} at {point.intensity:g} FLOP/byte reaches {to_unit(point.flops_per_s, 'TFLOP/s'):.4g} "
                 f"TFLOP/s, {point.flops_per_s / best:.2f}x the highest roof drawn there "
-                f"({best / 1e12:.4g} TFLOP/s); check its FLOP, bytes and seconds (no kernel beats its roof)"
+                f"({to_unit(best, 'TFLOP/s'):.4g} TFLOP/s); check its FLOP, bytes and seconds (no kernel beats its roof)"
             )
 
 
@@ -253,7 +256,7 @@ def _cmd_plot(args) -> int:
     points += [_parse_point(p, "measured", "--measured-point") for p in args.measured_point or ()]
     measured = None
     if args.measured:
-        from .evidence.measure import MeasuredCeilings
+        from .evidence.measured_roofs import MeasuredCeilings
 
         try:
             record = json.loads(Path(args.measured).read_text(encoding="utf-8"))
@@ -329,10 +332,17 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_gpus, _add_verdict, _add_measure, _add_plot, _add_grade):
+        add(sub)
+    return parser
 
+
+def _add_gpus(sub) -> None:
     p = _subcommand(sub, "gpus", "list the GPU registry (dense datasheet peaks)")
     p.set_defaults(run=_cmd_gpus)
 
+
+def _add_verdict(sub) -> None:
     p = _subcommand(sub, "verdict", "place a measured kernel on a GPU's roofline")
     p.add_argument(
         "--flops", type=float, required=True, action=_Once, help="the kernel's FLOP (1 multiply-add = 2 FLOP)"
@@ -348,6 +358,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", default="bf16", action=_Once, help="the compute precision (default bf16)")
     p.set_defaults(run=_cmd_verdict)
 
+
+def _add_measure(sub) -> None:
     p = _subcommand(sub, "measure", "measure this machine's copy bandwidth and matmul throughput")
     p.add_argument("--seconds", type=float, default=5.0, action=_Once, help="time budget in seconds (default 5)")
     p.add_argument(
@@ -361,6 +373,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_cmd_measure)
 
+
+def _add_plot(sub) -> None:
     p = _subcommand(sub, "plot", "draw a roofline to a PNG or SVG file")
     p.add_argument("--gpu", action="append", help="a GPU to draw; repeat for several (default A100)")
     p.add_argument("--precision", action="append", help="a precision to draw; repeat for several (default bf16)")
@@ -384,6 +398,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_cmd_plot)
 
+
+def _add_grade(sub) -> None:
     p = _subcommand(sub, "grade", "grade exercise answers")
     p.add_argument("paths", nargs="*", metavar="PATH", help="one student's exercise notebooks to grade")
     p.add_argument("--submissions", metavar="DIR", help="grade a class: one folder or notebook per student in DIR")
@@ -405,7 +421,6 @@ def _parser() -> argparse.ArgumentParser:
         "every report then says the grades are not isolated",
     )
     p.set_defaults(run=_cmd_grade)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from roofline_lib import audit
+from roofline_lib import audit, tiny_model
 
 B, H, S, DH = 2, 4, 128, 32
 FULL = 4 * B * H * S * S * DH  # 2 * DH for QK^T + 2 * DH for PV, per entry: 16,777,216
@@ -121,40 +121,14 @@ def test_attention_mapping_plugs_into_torchs_own_counter():
     assert audit.attention_mapping("raw") == {}
 
 
-# --- the tiny decoder ----------------------------------------------------------------------
-
-
-def test_tiny_decoder_parameter_count_matches_the_config():
-    for tied in (False, True):
-        cfg = dataclasses.replace(audit.TINY_CONFIG, tied_embeddings=tied)
-        model = audit.tiny_decoder(cfg)
-        assert sum(p.numel() for p in model.parameters()) == cfg.n_params()
-    assert audit.TINY_CONFIG.n_params() == 533_120
-    tokens = audit.random_tokens(batch=2, seq_len=16)
-    assert audit.tiny_decoder()(tokens).shape == (2, 16, 512)  # (batch, seq, vocab)
-
-
-def test_tiny_decoder_is_causal_and_seeded():
-    model = audit.tiny_decoder(seed=3)
-    tokens = audit.random_tokens(seq_len=16)
-    changed = tokens.clone()
-    changed[0, 10] = (changed[0, 10] + 1) % 512
-    with torch.no_grad():
-        a, b = model(tokens), model(changed)
-    torch.testing.assert_close(a[:, :10], b[:, :10])  # earlier positions cannot see position 10
-    assert not torch.allclose(a[:, 10:], b[:, 10:])
-    with torch.no_grad():
-        torch.testing.assert_close(audit.tiny_decoder(seed=3)(tokens), a)
-
-
 # --- the cross-check: analytic formula vs the dispatched graph ------------------------------
 
 
 @pytest.mark.parametrize(
     "cfg, batch, seq_len",
     [
-        (audit.TINY_CONFIG, 1, None),  # s = 128
-        (dataclasses.replace(audit.TINY_CONFIG, gated=False, tied_embeddings=True, d_ff=512), 2, 64),
+        (tiny_model.TINY_CONFIG, 1, None),  # s = 128
+        (dataclasses.replace(tiny_model.TINY_CONFIG, gated=False, tied_embeddings=True, d_ff=512), 2, 64),
     ],
 )
 def test_counted_flops_match_the_analytic_formula(cfg, batch, seq_len):
@@ -172,7 +146,7 @@ def test_counted_flops_match_the_analytic_formula(cfg, batch, seq_len):
 
 
 def test_raw_mode_misses_the_attention_and_matches_torch():
-    model, tokens = audit.tiny_decoder(), audit.random_tokens()
+    model, tokens = tiny_model.tiny_decoder(), tiny_model.random_tokens()
     raw = audit.count_flops(model, tokens, backward=True, attention="raw")
     counter = FlopCounterMode(display=False)
     with counter:
@@ -185,7 +159,7 @@ def test_raw_mode_misses_the_attention_and_matches_torch():
 
 
 def test_breakdown_by_op_and_by_module():
-    result = audit.count_flops(audit.tiny_decoder(), audit.random_tokens(), backward=True)
+    result = audit.count_flops(tiny_model.tiny_decoder(), tiny_model.random_tokens(), backward=True)
     assert set(result.by_op) == {
         "aten.mm",
         "aten._scaled_dot_product_flash_attention_for_cpu",
@@ -200,7 +174,7 @@ def test_breakdown_by_op_and_by_module():
 
 
 def test_a_function_that_runs_its_own_backward_is_split_by_phase():
-    model, tokens = audit.tiny_decoder(), audit.random_tokens(seq_len=32)
+    model, tokens = tiny_model.tiny_decoder(), tiny_model.random_tokens(seq_len=32)
     own = audit.count_flops(lambda: model(tokens).sum().backward())
     ours = audit.count_flops(model, tokens, backward=True)
     assert (own.forward, own.backward) == (ours.forward, ours.backward)
@@ -211,7 +185,7 @@ def test_a_function_that_runs_its_own_backward_is_split_by_phase():
 
 
 def test_bad_arguments_are_refused():
-    model, tokens = audit.tiny_decoder(), audit.random_tokens(seq_len=8)
+    model, tokens = tiny_model.tiny_decoder(), tiny_model.random_tokens(seq_len=8)
     with pytest.raises(ValueError, match="attention must be one of 'kernel', 'dense', 'raw'"):
         audit.count_flops(model, tokens, attention="flash")
     with pytest.raises(ValueError, match="recompute=True applies to attention='kernel' or 'dense'"):
@@ -225,12 +199,3 @@ def test_bad_arguments_are_refused():
             audit.count_flops(model, tokens, backward=True)
     with pytest.raises(TypeError, match="backward=True needs fn to return a tensor"):
         audit.count_flops(lambda: 3.0, backward=True)
-    with pytest.raises(ValueError, match="tokens must be integer token ids"):
-        model(tokens.float())
-    with pytest.raises(TypeError, match="cfg must be a TransformerConfig"):
-        audit.tiny_decoder({"d_model": 64})
-    # a shape the tiny decoder cannot build is refused, not silently built as multi-head attention
-    with pytest.raises(ValueError, match="this config sets n_kv_heads"):
-        audit.tiny_decoder(dataclasses.replace(audit.TINY_CONFIG, n_kv_heads=1))
-    with pytest.raises(ValueError, match="batch must be a positive whole number of sequences"):
-        audit.random_tokens(batch=0)

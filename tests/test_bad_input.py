@@ -47,6 +47,18 @@ ON_DEMAND = (
     "grading",
     "cli",
     "parallel_live",
+    "collectives_live",
+    "local_ranks",
+    "measured_roofs",
+    "provenance",
+    "tiny_model",
+    "playbook",
+    "triage",
+    "trace_rows",
+    "profile_live",
+    "diagnosis_report",
+    "explorer",
+    "widgets_parallel",
 )
 
 #: What each kind of parameter looks like in a valid call, by name. SI units throughout.
@@ -155,7 +167,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "rl.gpu": {"name": "H100"},
     "rl.check_plausible": {"spec": lambda: rl.gpu("H100")},
     "diagnose.classify_op": {"name": "aten::mm"},
-    "measure.measured_point": {"name": "gemm", "ceilings": lambda: _ceilings()},
+    "measured_roofs.measured_point": {"name": "gemm", "ceilings": lambda: _ceilings()},
     "diagnose.measured_mfu": {"ceilings": lambda: _ceilings()},
     "measure.time_fn": {"fn": lambda: lambda: None, "device": "cpu"},
     "widgets.mfu_explorer": {"tokens_per_s": 1000.0},
@@ -223,17 +235,31 @@ OVERRIDES: dict[str, dict[str, Any]] = {
 #: Public names that are not called here, and why. Classes are data holders the library builds
 #: itself (their inputs are checked by the function that makes them) unless listed in CONSTRUCTORS.
 NOT_CALLED: dict[str, str] = {
+    # the playbook's steps, each taking the record the step before it made (tested in their own modules)
+    "playbook.walk": "takes the facts the triage gathered; tested in test_playbook",
+    "playbook.verdict": "takes the piles' shares the triage computed; tested in test_playbook",
+    "playbook.remedy": "takes a verdict's regime name, one of playbook.VERDICTS; tested in test_playbook",
+    "triage.place_rows": "takes a trace's rows (trace_rows.read_trace); tested in test_triage",
+    "triage.idle_seconds": "takes a Trace (trace_rows.read_trace); tested in test_triage",
+    "triage.roof_for": "takes one of a trace's rows; tested in test_triage",
+    "trace_rows.as_trace": "takes a profile or its events, as read_trace does; tested in test_trace_rows",
+    "trace_rows.merge_rows": "takes a trace's rows; tested in test_trace_rows",
+    "profile_live.export_profile": "takes a torch profile; tested in test_profile_live",
+    "diagnosis_report.evidence_lines": "takes a Diagnosis; tested in test_diagnosis_report",
+    "diagnosis_report.no_majority_line": "takes the triage's top piles; tested in test_diagnosis_report",
+    "diagnosis_report.roof_and_precision": "takes a trace's rows; tested in test_diagnosis_report",
+    "diagnosis_report.communication_lines": "takes a trace's rows; tested in test_diagnosis_report",
     "rl.known_gpus": "takes no arguments",
     "rl.registry": "takes no arguments",
     "measure.has_cuda": "takes no arguments",
     "export.registry_as_dict": "takes no arguments",
     "record_report.live_gpu": "takes no arguments",
-    "measure.measure_ceilings": "runs for its time budget; its refusal of bad seconds is in test_measure",
-    "measure.best_of": "takes MeasuredCeilings readings, not numbers; tested in test_measure",
+    "measured_roofs.measure_ceilings": "runs for its time budget; its refusal of bad seconds is in test_measured_roofs",
+    "measured_roofs.best_of": "takes MeasuredCeilings readings, not numbers; tested in test_measured_roofs",
     "audit.count_flops": "takes a callable and that callable's own arguments",
     "audit.attention_mapping": "takes two choices (a name and a flag), refused in test_audit",
-    "audit.tiny_decoder": "builds a torch model from a TransformerConfig (validated by the config)",
-    "audit.random_tokens": "builds a torch tensor from a TransformerConfig (validated by the config)",
+    "tiny_model.tiny_decoder": "builds a torch model from a TransformerConfig (validated by the config)",
+    "tiny_model.random_tokens": "builds a torch tensor from a TransformerConfig (validated by the config)",
     "audit.crosscheck": "runs a torch model for seconds; its config is validated by TransformerConfig",
     "plots.plot_roofline": "takes sequences of registry names and Points; tested in test_plots",
     "plots.plot_ridge_by_precision": "takes a sequence of registry names; tested in test_plots",
@@ -266,19 +292,19 @@ NOT_CALLED: dict[str, str] = {
     "export.write_registry_js": "takes a path",
     "export.write_registry_json": "takes a path",
     "rl.fit_alpha_beta": "takes two sequences of measurements; its refusals are in test_comms",
-    "rl.measure_collectives": "measures collectives on this machine's ranks",
-    "measure.gpu_identity": "needs a CUDA GPU",
+    "collectives_live.measure_collectives": "measures collectives on this machine's ranks",
+    "provenance.gpu_identity": "needs a CUDA GPU",
     "diagnose.measure_fixed_cost": "measures this machine's per-call cost for seconds",
-    "measure.matmul_readings": "measures this machine for seconds",
-    "measure.stream_readings": "measures this machine for seconds",
-    "measure.parse_smi_rows": "parses nvidia-smi's text output",
+    "measured_roofs.matmul_readings": "measures this machine for seconds",
+    "measured_roofs.stream_readings": "measures this machine for seconds",
+    "provenance.parse_smi_rows": "parses nvidia-smi's text output",
     "diagnose.count_op": "takes a profiler event's operator name, shapes and dtypes",
     "diagnose.read_trace": "takes a profiler trace (a path or its parsed JSON)",
     "grading.grade_paths": "takes exercise paths and executes them",
     "grading.grade_submissions": "takes a folder of submissions and executes them",
     "grading.gradebook_csv": "takes grading results",
     "grading.report_json": "takes grading results",
-    "grading.parts_of": "takes an exercise key, checked against the exercise files in test_grading",
+    "grading.parts_of": "takes an exercise key, checked against the exercise files in test_grader",
     "grading.check": "takes a part key and a notebook namespace",
     "grading.check_cell_source": "takes a part key",
     "grading.observe": "takes a part key and a notebook namespace",
@@ -286,7 +312,7 @@ NOT_CALLED: dict[str, str] = {
     "grading.grade": "takes exercise paths and executes them",
     "grading.format_table": "takes grading results",
     "grading.run_grade": "takes exercise paths and executes them",
-    "grading.main": "the command line; tested in test_grading and test_cli",
+    "grading.main": "the command line; tested in test_grader and test_cli",
     "cli.main": "the command line; tested in test_cli",
     "rl.run_policy": "takes a request trace and a step executor (a callable); its refusals are in test_serving",
     "rl.simulate": "takes a request trace (poisson_trace's, validated there); its refusals are in test_serving",
@@ -295,8 +321,8 @@ NOT_CALLED: dict[str, str] = {
     "rl.best_steady_state": "takes steady_frontier's points; its refusals of the SLO are in test_serving",
     "rl.best_under_slo": "takes frontier points and an SLO; its refusals are in test_serving",
     "rl.published_runs": "takes no arguments",
-    "parallel_live.measure_parallel": "trains on local gloo ranks for seconds; its refusals are in test_parallel",
-    "parallel_live.compare_parallel": "takes measure_parallel's LiveMeasurement; its refusal is in test_parallel",
+    "parallel_live.measure_parallel": "trains on local gloo ranks for seconds; its refusals are in test_parallel_live",
+    "parallel_live.compare_parallel": "takes measure_parallel's LiveMeasurement; its refusal is in test_parallel_live",
 }
 
 #: Classes whose constructor is public input (a reader builds one by hand), so it must refuse too.
@@ -329,7 +355,7 @@ def _server():
 
 
 def _ceilings():
-    from roofline_lib.evidence.measure import MeasuredCeilings
+    from roofline_lib.evidence.measured_roofs import MeasuredCeilings
 
     return MeasuredCeilings(
         bytes_per_s=1e12,

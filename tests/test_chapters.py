@@ -396,27 +396,27 @@ def test_the_hidden_name_check_sees_a_planted_chapter():
     assert names_hidden_cells_lend(nb) == []
 
 
-def _glue_to_eval():
-    """tools/glue_to_eval.py, whose check_order says whether a value is quoted before it is set."""
-    if "glue_to_eval" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("glue_to_eval", ROOT / "tools" / "glue_to_eval.py")
+def _prose_order():
+    """tools/prose_order.py, whose check_order says whether a value is quoted before it is set."""
+    if "prose_order" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("prose_order", ROOT / "tools" / "prose_order.py")
         module = importlib.util.module_from_spec(spec)
-        sys.modules["glue_to_eval"] = module  # dataclasses look their module up while the class is made
+        sys.modules["prose_order"] = module  # dataclasses look their module up while the class is made
         spec.loader.exec_module(module)
-    return sys.modules["glue_to_eval"]
+    return sys.modules["prose_order"]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_every_quoted_value_is_set_above_its_text(chapter):
     # nbval runs only the code, so a {eval} quoted above the cell that sets it passes there and
     # fails the book build ("no value named ..."); say so without a build
-    _glue_to_eval().check_order(chapter.read_text(encoding="utf-8"), chapter.name)
+    _prose_order().check_order(chapter.read_text(encoding="utf-8"), chapter.name)
 
 
 def test_order_check_catches_a_value_quoted_too_early():
     early = 'Text {eval}`prose["late"]`.\n\n```{code-cell} ipython3\nprose("late", 1)\n```\n'
-    with pytest.raises(_glue_to_eval().ConversionError, match="quoted before the cell that sets it"):
-        _glue_to_eval().check_order(early, "planted.md")
+    with pytest.raises(_prose_order().OrderError, match="quoted before the cell that sets it"):
+        _prose_order().check_order(early, "planted.md")
 
 
 def test_every_chapter_is_checked():

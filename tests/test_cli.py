@@ -10,7 +10,7 @@ import types
 import pytest
 
 from roofline_lib import cli
-from roofline_lib.evidence.measure import MeasuredCeilings
+from roofline_lib.evidence.measured_roofs import MeasuredCeilings
 
 
 def run(capsys, *argv):
@@ -164,9 +164,11 @@ def test_exit_codes_have_one_meaning_each():
 
 
 def test_measure_checks_its_json_path_before_measuring(capsys, tmp_path, monkeypatch):
-    import roofline_lib.evidence.measure as measure
+    import roofline_lib.evidence.measured_roofs as measured_roofs
 
-    monkeypatch.setattr(measure, "measure_ceilings", lambda **kw: pytest.fail("measured before the path was checked"))
+    monkeypatch.setattr(
+        measured_roofs, "measure_ceilings", lambda **kw: pytest.fail("measured before the path was checked")
+    )
     code, out, err = run(capsys, "measure", "--json", str(tmp_path / "missing" / "x.json"))
     assert code == 2 and out == ""
     assert "--json" in err and "does not exist" in err and "Traceback" not in err

@@ -990,6 +990,39 @@ def test_serving_worked_example_and_refusals(run_js):
     assert "chunk_tokens must be a positive whole number of tokens" in no_chunk["error"]
 
 
+@pytest.mark.parametrize(
+    "gpu, policy, ttft, tpot",
+    [("H100", "chunked", 0.5, 0.03), ("A100", "continuous", 0.2, 0.05), ("H200", "disaggregated", 1.0, 0.02)],
+)
+def test_serving_explorer_starts_at_the_widgets_operating_point(run_js, gpu, policy, ttft, tpot):
+    from roofline_lib import widgets
+
+    ex = widgets.serving_explorer(gpu=gpu, policy=policy, slo_ttft_s=ttft, slo_tpot_s=tpot)
+    attrs = ex.site_attributes
+    names = ("body_flops", "key_flops", "unembed_flops", "weight_bytes_fixed", "weight_bytes_per_token")
+    counts = {n: float(attrs["data-" + n.replace("_", "-")]) for n in names}
+    counts["kv_bytes_per_token"] = float(attrs["data-kv-bytes-per-token"])
+    counts["stored_weight_bytes"] = float(attrs["data-stored-weight-bytes"])
+    (best,) = run_js(
+        [
+            {
+                "op": "best",
+                "counts": counts,
+                "gpu": attrs["data-gpu"],
+                "policy": attrs["data-policy"],
+                "prompt_len": int(attrs["data-prompt-len"]),
+                "output_len": int(attrs["data-output-len"]),
+                "chunk_tokens": int(attrs["data-chunk-tokens"]),
+                "ttft_s": float(attrs["data-slo-ttft-s"]),
+                "tpot_s": float(attrs["data-slo-tpot-s"]),
+            }
+        ]
+    )
+    assert best["batch"] == ex.result.batch, best
+    assert best["tokensPerS"] == pytest.approx(ex.result.tokens_per_s, rel=1e-12)
+    assert best["tpotS"] == pytest.approx(ex.result.tpot_s, rel=1e-12)
+
+
 # ------------------------------------------------------------------ parallel mode (roofline_lib.workloads.parallel.plan)
 
 #: Plan fields the explorer restates: its camelCase name -> the library's attribute.

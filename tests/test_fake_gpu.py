@@ -16,7 +16,7 @@ import jupytext
 import pytest
 import torch
 
-from roofline_lib import diagnose, measure, record_report
+from roofline_lib import diagnose, measure, measured_roofs, record_report
 from roofline_lib.core.hardware import gpu
 from roofline_lib.core.roofline import check_plausible
 
@@ -51,10 +51,10 @@ def test_the_fake_is_inert_unless_its_variable_is_set():
 
 def test_the_fake_h200_gives_figures_its_datasheet_allows():
     h200 = gpu("h200")
-    real_query, real_primitive = torch.cuda.is_available, measure._cuda_stream_timings
+    real_query, real_primitive = torch.cuda.is_available, measured_roofs._cuda_stream_timings
     with fake_cuda.patched():
         assert measure.has_cuda() and record_report.live_gpu()
-        roofs = measure.measure_ceilings(seconds=2.0, device="cuda")
+        roofs = measured_roofs.measure_ceilings(seconds=2.0, device="cuda")
     # the fake's own fractions (92 % of 4.8 TB/s = 4.42 TB/s; 82 % of 989.5 TFLOP/s = 811 TFLOP/s at 8192^3)
     assert roofs.bytes_per_s == pytest.approx(fake_cuda.STREAM_FRACTION * h200.hbm_bytes_per_s, rel=1e-9)
     assert roofs.flops_per_s == pytest.approx(
@@ -67,7 +67,7 @@ def test_the_fake_h200_gives_figures_its_datasheet_allows():
         "NVIDIA H200 (GPU)",
     )
     check_plausible(roofs.flops_per_s, roofs.bytes_per_s, h200, "bf16", what="the fake H200")  # raises if not
-    assert (torch.cuda.is_available, measure._cuda_stream_timings) == (real_query, real_primitive)  # restored
+    assert (torch.cuda.is_available, measured_roofs._cuda_stream_timings) == (real_query, real_primitive)  # restored
 
 
 def test_chapter_6_can_ask_a_gpu_for_its_own_matmul_size_again():
@@ -80,12 +80,12 @@ def test_chapter_6_can_ask_a_gpu_for_its_own_matmul_size_again():
         return fake_cuda.fake_matmul_timing(n, precision)
 
     with fake_cuda.patched():
-        first = measure.measure_ceilings(seconds=2.0, device="cuda")
-        again = measure.measure_ceilings(seconds=1.5, device="cuda", matmul_n=first.matmul_n)
-        measure._cuda_matmul_timing = timed  # restored with the rest when the block ends
-        measure.measure_ceilings(seconds=1.5, device="cuda", matmul_n=16384)
+        first = measured_roofs.measure_ceilings(seconds=2.0, device="cuda")
+        again = measured_roofs.measure_ceilings(seconds=1.5, device="cuda", matmul_n=first.matmul_n)
+        measured_roofs._cuda_matmul_timing = timed  # restored with the rest when the block ends
+        measured_roofs.measure_ceilings(seconds=1.5, device="cuda", matmul_n=16384)
         with pytest.raises(ValueError, match="at most 32768 rows on GPU"):
-            measure.measure_ceilings(seconds=1.5, device="cuda", matmul_n=65536)
+            measured_roofs.measure_ceilings(seconds=1.5, device="cuda", matmul_n=65536)
     assert first.matmul_n == again.matmul_n == 8192
     assert sizes == [8192, 16384]  # the default size, and the caller's
 

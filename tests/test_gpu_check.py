@@ -1,6 +1,6 @@
 """tools/gpu_check.py end to end on a simulated H200 (tests/fakegpu), with a fake nvidia-smi.
 
-The fake answers torch's device queries and roofline_lib.evidence.measure's CUDA primitives with the
+The fake answers torch's device queries and roofline_lib.evidence's CUDA primitives with the
 figures of a healthy H200 (streaming at 92 % of 4.8 TB/s, bf16 GEMM at 82 % of 989.5 TFLOP/s
 at 8192^3); the Triton demos cannot run without a GPU, so each is recorded as failed with its
 error, beside the valid roofs. nvidia-smi is a script in tests/fakegpu/bin that lists two GPUs
@@ -166,12 +166,12 @@ def test_a_failing_demo_is_recorded_beside_the_valid_ones(gpu_check, fake_h200, 
 
 
 def test_without_a_memory_roof_nothing_is_written(gpu_check, fake_h200, tmp_path, capsys, monkeypatch):
-    from roofline_lib import measure
+    from roofline_lib import measured_roofs
 
     def broken(n_elems):
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
-    monkeypatch.setattr(measure, "_cuda_stream_timings", broken)
+    monkeypatch.setattr(measured_roofs, "_cuda_stream_timings", broken)
     code, data, err = _run(gpu_check, tmp_path, capsys)
     assert code == 1 and data == {}
     assert "memory roof (copy and add) FAILED: RuntimeError: CUDA error" in err
@@ -180,9 +180,8 @@ def test_without_a_memory_roof_nothing_is_written(gpu_check, fake_h200, tmp_path
 # --------------------------------------------------------------------------- one statistic
 
 
-def test_targets_compare_best_with_best_so_a_healthy_h200_meets_them():
-    # The defect: a copy judged on its median (4.30 TB/s = 89.6 % of 4.8) missed the 90 % target
-    # although its best repetition (4.45 TB/s = 92.7 %) is what the chip can do.
+def _h200_record_data() -> dict:
+    """A record's JSON: copy 4.30 TB/s median, 4.45 best; bf16 GEMM 770 TFLOP/s median, 800 best."""
     buffer = 2**30
     copy = {
         "buffer_bytes": buffer,
@@ -200,7 +199,7 @@ def test_targets_compare_best_with_best_so_a_healthy_h200_meets_them():
         "seconds": 2 * 8192**3 / 770e12,
         "best_seconds": 2 * 8192**3 / 800e12,
     }  # 77.8 % median, 80.8 % best
-    data = {
+    return {
         "schema_version": records.SCHEMA_VERSION,
         "gpu": "h200",
         "copy": copy,
@@ -215,6 +214,12 @@ def test_targets_compare_best_with_best_so_a_healthy_h200_meets_them():
             "date": "2026-11-30T00:00:00+00:00",
         },
     }
+
+
+def test_targets_compare_best_with_best_so_a_healthy_h200_meets_them():
+    # The defect: a copy judged on its median (4.30 TB/s = 89.6 % of 4.8) missed the 90 % target
+    # although its best repetition (4.45 TB/s = 92.7 %) is what the chip can do.
+    data = _h200_record_data()
     targets = {t.name: t for t in record_report.check_targets(records.validate_record(data))}
     assert targets["copy bandwidth"].value == pytest.approx(4.45 / 4.8)  # 92.7 %: met
     assert targets["copy bandwidth"].met
@@ -237,24 +242,26 @@ def test_an_add_sets_the_memory_roof_with_three_buffers_moved():
 
 
 def test_failures_must_name_a_step_and_its_error():
-    assert records._failures({"failures": {"demo copy": "RuntimeError: x"}}) == {"demo copy": "RuntimeError: x"}
-    assert records._failures({}) == {}
+    data = _h200_record_data()
+    assert records.validate_record(data).failures == {}  # absent: none
+    ok = records.validate_record({**data, "failures": {"demo copy": "RuntimeError: x"}})
+    assert ok.failures == {"demo copy": "RuntimeError: x"}
     for bad in ({"demo copy": ""}, {"": "RuntimeError: x"}, ["demo copy"], {"demo copy": 3}):
         with pytest.raises(RecordError, match="failures must map each failed step"):
-            records._failures({"failures": bad})
+            records.validate_record({**data, "failures": bad})
 
 
 def test_the_gpu_matmul_operands_run_on_a_cpu_at_small_sizes():
     # The closures the GPU times, built on the CPU at n = 32: bf16 and fp8 (torch._scaled_mm runs on a CPU too)
     import torch
 
-    from roofline_lib import measure
+    from roofline_lib import measured_roofs
 
     for precision in ("bf16", "fp8"):
-        fn, label = measure._matmul_operands(torch, 32, precision, device="cpu")
+        fn, label = measured_roofs._matmul_operands(torch, 32, precision, device="cpu")
         assert fn().shape == (32, 32) and label
     with pytest.raises(ValueError, match="precision"):
-        measure._matmul_operands(torch, 32, "int4", device="cpu")
+        measured_roofs._matmul_operands(torch, 32, "int4", device="cpu")
 
 
 # --------------------------------------------------------------------------- the workflow

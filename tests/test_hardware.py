@@ -202,3 +202,29 @@ def test_match_gpu_reads_torch_device_names(device_name, key):
 def test_match_gpu_refuses_parts_the_registry_does_not_hold(device_name):
     with pytest.raises(ValueError, match="not in the registry"):
         rl.match_gpu(device_name)
+
+
+def test_every_number_in_the_data_file_says_what_it_is_and_where_it_comes_from():
+    from roofline_lib.core import registry_data
+
+    gpus = registry_data.read_table("roofline_lib.core", "data/gpus.json")["gpus"]
+    assert list(gpus) == list(rl.known_gpus())  # the registry is the file, in its order
+    for key, record in gpus.items():
+        for name in ("hbm_bytes_per_s", "hbm_capacity_bytes", "l2_bytes", "l2_bytes_per_s", "sm_count"):
+            figure = record.get(name)
+            assert figure is None or figure["from"].strip(), (key, name)
+        assert record["flops_per_s"]["from"].strip(), key
+        for precision, printed in record["flops_per_s"]["peaks"].items():
+            assert {"dense", "sparse"} & set(printed), (key, precision)  # each peak says which it is
+
+
+def test_a_peak_printed_only_sparse_is_stored_dense_as_half_and_a_board_figure_per_gpu():
+    h100 = rl.gpu("h100")
+    assert h100.dense_flops_per_s["fp8"] == 3958e12 / 2  # printed 3,958 TFLOP/s with sparsity
+    assert h100.sparse_flops_per_s["fp8"] == 3958e12
+    b200 = rl.gpu("b200")  # the HGX B200 datasheet prints an 8-GPU board: 36 PFLOP/s sparse bf16
+    assert b200.sparse_flops_per_s["bf16"] == 36e15 / 8  # 4.5 PFLOP/s per GPU
+    assert b200.dense_flops_per_s["bf16"] == 36e15 / 8 / 2  # 2.25 PFLOP/s dense
+    assert b200.dense_flops_per_s["fp32"] == 600e12 / 8  # printed dense: 75 TFLOP/s per GPU
+    mi300x = rl.gpu("mi300x")  # AMD prints both: the dense one is stored as printed, not halved
+    assert mi300x.dense_flops_per_s["bf16"] == 1307.4e12 and mi300x.sparse_flops_per_s["bf16"] == 2614.9e12

@@ -224,36 +224,9 @@ def test_max_batch_is_zero_when_nothing_fits():
         inf.max_batch_for_context(rl.accelerator("X", {"bf16": 1e15}, 3e12), 1e9, 1000, 10)
 
 
-def test_decode_step_bytes_and_crossover():
-    assert inf.decode_step_bytes(100, 10, 5, 3) == 250  # 100 + 3 sequences * 5 tokens * 10 bytes
+def test_kv_crossover_context():
     # KV equals the weights at 13.4e9 / (8 * 524288) = 3194.8 tokens of context for batch 8
     assert inf.kv_crossover_context(13.4e9, 524288, batch=8) == pytest.approx(3194.8, rel=1e-4)
-    with pytest.raises(ValueError, match="batch"):
-        inf.decode_step_bytes(100, 10, 5, 0)
-
-
-def test_kv_becomes_the_next_bandwidth_wall():
-    # 16 sequences x 4096 tokens x 524288 bytes = 34.36e9 bytes of KV, plus 13.4e9 of weights
-    r = inf.kv_decode_ceiling("A100", 13.4e9, 524288, 4096, batch=16)
-    assert r.kv_bytes == pytest.approx(16 * 2**31)
-    assert r.step_bytes == pytest.approx(13.4e9 + 16 * 2**31)  # 47.76e9
-    assert r.kv_share == pytest.approx(0.7194, rel=1e-3)  # KV is most of the traffic
-    assert r.tokens_per_s == pytest.approx(16 * 2039e9 / 47.7597e9, rel=1e-4)  # 683.1
-    assert r.fits_in_memory and r.warning is None
-    # weights-only would promise 16 * 2039e9 / 13.4e9 = 2434.6 tok/s: KV costs 72 % of it
-    weights_only = inf.decode_roofline(6.7e9, "A100", batch=16)
-    assert r.tokens_per_s < 0.3 * weights_only.tokens_per_s
-
-
-def test_kv_decode_ceiling_flags_a_cache_that_overflows():
-    # batch 36: 13.4e9 + 36 * 2.147e9 = 90.7e9 > 80 * 2**30 = 85.9e9
-    r = inf.kv_decode_ceiling("A100", 13.4e9, 524288, 4096, batch=36)
-    assert not r.fits_in_memory
-    assert "unreachable on one card" in r.warning
-    assert str(r).startswith("WARNING:")
-    # one unit in the sentence: 13.4e9 + 36 * 2**31 = 90.71e9 bytes = 84.48 GiB against 80 GiB
-    assert "(84.48 GiB) do not fit in the A100 80GB SXM's 80 GiB" in r.warning
-    assert " GB)" not in r.warning
 
 
 # --------------------------------------------------------------------------- one fit rule, one verdict

@@ -129,3 +129,17 @@ def test_a_name_given_for_another_parameter_is_named_in_the_refusal():
     assert rl.link("NVLINK_4") is rl.link("nvlink 4") is rl.link("nvlink4")
     assert rl.node("8X_H100") is rl.node("8x h100")
     assert rl.gpu("H100_SXM") is rl.gpu("h100-sxm")
+
+
+def test_every_speed_in_the_data_file_says_how_many_directions_it_sums_and_where_it_comes_from():
+    from roofline_lib.core import registry_data
+
+    table = registry_data.read_table("roofline_lib.core", "data/interconnect.json")
+    assert list(table["links"]) == list(ic.known_links()) and list(table["nodes"]) == list(ic.known_nodes())
+    for key, record in table["links"].items():
+        printed = record["bytes_per_s"]
+        assert printed["directions"] in (1, 2) and printed["from"].strip(), key
+        # NVLink and PCIe datasheets print both directions; PCIe's figure here is one lane's rate
+        # times its lanes, so it is one direction, as InfiniBand's
+        assert printed["directions"] == (2 if record["kind"] == "nvlink" else 1), key
+    assert set(table["gpu_links"]) == set(rl.known_gpus())  # every registry chip has an entry

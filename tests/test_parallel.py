@@ -1,4 +1,4 @@
-"""The parallelism planner, the published runs and the live torch.distributed measurement."""
+"""The parallelism planner: each dimension's bytes and roof, memory per GPU, and its refusals."""
 
 from __future__ import annotations
 
@@ -159,56 +159,3 @@ def test_tp_heads_and_cluster_refusals():
         wide, rl.cluster("8x H100", 16), dp=1, tp=16, global_batch=1, seq_len=128, allow_cross_node_tp=True
     )
     assert "2 nodes" in crossed.roof("tp").link  # said so: then priced across the network
-
-
-# ------------------------------------------------------------------ the published runs
-
-
-def test_published_runs_are_the_three_of_the_chapter():
-    runs = {r.key: r for r in rl.published_runs()}
-    assert set(runs) == {"llama3-405b", "megatron-1t", "deepseek-v3"}
-    assert runs["llama3-405b"].model.n_params() == pytest.approx(405e9, rel=0.01)
-    assert runs["megatron-1t"].model.n_params() == pytest.approx(1008e9, rel=0.002)  # Table 1: 1008.0B
-    ds = runs["deepseek-v3"].model
-    assert ds.n_params() == pytest.approx(671e9, rel=0.01) and ds.active_params() == pytest.approx(37e9, rel=0.03)
-
-
-@pytest.mark.parametrize("run", rl.published_runs(), ids=lambda r: r.key)
-def test_every_published_run_fits_and_runs_below_the_planners_bound(run):
-    c = rl.compare_run(run)
-    assert c.plan.fits
-    assert 0.2 < c.published_model_mfu < c.predicted_mfu <= 1  # the roofline is a bound, not a forecast
-
-
-# ------------------------------------------------------------------ live, torch.distributed on gloo
-
-
-@pytest.fixture(scope="module")
-def live():
-    pytest.importorskip("torch")
-    from roofline_lib import parallel_live
-
-    # fewer steps than the chapter's run (5 and 2 of warm-up): bytes and state do not depend on them,
-    # and the run takes 5 s instead of 8
-    return parallel_live.measure_parallel(steps=2, warmup=1)
-
-
-def test_live_bytes_match_the_planner(live):
-    from roofline_lib.evidence.parallel_live import compare_parallel
-
-    cmp = compare_parallel(live)
-    for mode in ("ddp", "fsdp"):
-        assert cmp[mode].bytes_ratio == pytest.approx(1.0, abs=0.05), mode
-    assert cmp["tp"].bytes_ratio == pytest.approx(1.0, abs=0.05)
-    # gloo runs FSDP's reduce-scatter as an all-reduce: its wire carries 2 + 1 + 1 = 4 units, not 3
-    assert cmp["fsdp"].wire_bytes == pytest.approx(4 / 3 * cmp["fsdp"].measured_bytes, rel=0.05)
-
-
-def test_live_memory_matches_train_memory(live):
-    from roofline_lib.evidence.parallel_live import compare_parallel
-
-    for mode, c in compare_parallel(live).items():
-        assert c.state_ratio == pytest.approx(1.0, abs=0.02), mode
-    ddp, fsdp = live.runs["ddp"], live.runs["fsdp"]
-    assert fsdp.param_bytes == pytest.approx(ddp.param_bytes / 2, rel=0.01)  # ZeRO-3 on 2 ranks: half each
-    assert "torch" in live.label and "gloo" in live.label

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import roofline_lib as rl  # noqa: E402
 from roofline_lib import plots  # noqa: E402
-from roofline_lib.evidence.measure import MeasuredCeilings, measured_point  # noqa: E402
+from roofline_lib.evidence.measured_roofs import MeasuredCeilings, measured_point  # noqa: E402
 from roofline_lib.present.plots import Point  # noqa: E402
 
 

@@ -178,7 +178,7 @@ def test_the_module_functions_ask_the_roof():
 
 
 def test_a_measured_roof_comes_from_measured_ceilings():
-    from roofline_lib.evidence.measure import MeasuredCeilings
+    from roofline_lib.evidence.measured_roofs import MeasuredCeilings
 
     c = MeasuredCeilings(
         bytes_per_s=50e9,

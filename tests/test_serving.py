@@ -1,4 +1,4 @@
-"""Serving: step times, TTFT/TPOT, the scheduler, KV capacity, speculative decoding, prefix caching.
+"""Serving: step times, TTFT/TPOT, KV capacity, speculative decoding, prefix caching, the live loop.
 
 The toy model below is small enough to count by hand (bytes_per_param = 1, so parameters = bytes):
 
@@ -101,96 +101,6 @@ def test_overhead_is_added_to_every_step(toy):
 def test_ttft_and_tpot_of_one_request():
     t = sv.RequestTimes(arrival_s=1.0, first_token_s=1.5, finish_s=2.5, output_tokens=5)
     assert t.ttft_s == 0.5 and t.tpot_s == 0.25 and t.latency_s == 1.5  # (2.5 - 1.5) / 4 gaps
-
-
-# --------------------------------------------------------------------------- the scheduler
-
-
-TRACE = (sch.Request(0, 0.0, 4, 3), sch.Request(1, 0.5, 4, 2))
-
-
-def _flat(work):  # a prefill step 1 s, a decode step 0.1 s
-    return 1.0 if any(not s.decoding for s, _ in work) else 0.1
-
-
-def test_continuous_batching_prefills_a_newcomer_while_the_running_decode_waits():
-    run = sch.run_policy(TRACE, _flat, "continuous", max_batch=4)
-    r0, r1 = run.times
-    # t 0-1 prefill R0; 1-2 prefill R1 (arrived at 0.5); 2-2.1 decode both (R1 done); 2.1-2.2 R0 done
-    assert (r0.ttft_s, r0.tpot_s) == pytest.approx((1.0, 0.6))  # (2.2 - 1.0) / 2
-    assert (r1.ttft_s, r1.tpot_s) == pytest.approx((1.5, 0.1))
-    assert run.steps == 4
-
-
-def test_the_gaps_between_tokens_show_the_stall_a_prefill_puts_in_the_running_decode():
-    run = sch.run_policy(TRACE, _flat, "continuous", max_batch=4)
-    # R0's first token at 1.0, its second waits for R1's prefill (1-2) and a decode: 2.1 - 1.0 = 1.1;
-    # then R1 2.0 -> 2.1 and R0 2.1 -> 2.2, 0.1 each
-    assert run.gaps_s == pytest.approx((1.1, 0.1, 0.1))
-    assert run.tbt(100) == pytest.approx(1.1)  # the worst gap
-    assert run.times[0].tpot_s == pytest.approx(0.6)  # the mean, (1.1 + 0.1) / 2, hides half of it
-    static = sch.run_policy(TRACE, _flat, "static", max_batch=4)
-    assert static.tbt(100) == pytest.approx(0.1)  # static never puts a prefill between two tokens
-
-
-def test_static_batching_makes_a_newcomer_wait_for_the_whole_batch():
-    run = sch.run_policy(TRACE, _flat, "static", max_batch=4)
-    r0, r1 = run.times
-    # t 0-1 prefill R0; 1.1 and 1.2 decode R0; 1.2-2.2 prefill R1; 2.3 decode R1
-    assert (r0.ttft_s, r0.tpot_s) == pytest.approx((1.0, 0.1))
-    assert (r1.ttft_s, r1.tpot_s) == pytest.approx((1.7, 0.1))
-
-
-def test_chunked_prefill_splits_prompts_and_carries_decodes_in_the_same_step():
-    run = sch.run_policy(
-        TRACE, lambda work: 0.1 * sum(c.tokens for _, c in work), "chunked", max_batch=4, chunk_tokens=3
-    )
-    r0, r1 = run.times
-    # 0-0.3 R0 chunk of 3; 0.3-0.4 its last token; 0.4-0.5 decode; 0.5-0.8 decode R0 + 2 of R1 (R0 done);
-    # 0.8-1.0 the rest of R1; 1.0-1.1 decode R1
-    assert (r0.ttft_s, r0.tpot_s) == pytest.approx((0.4, 0.2))
-    assert (r1.ttft_s, r1.tpot_s) == pytest.approx((0.5, 0.1))
-
-
-def test_kv_capacity_holds_back_admission():
-    # each request reserves ceil(7 / 4) * 4 = 8 tokens; 8 tokens of cache fit one at a time
-    run = sch.run_policy(TRACE, _flat, "continuous", max_batch=4, kv_capacity_tokens=8, block_tokens=4)
-    r0, r1 = run.times
-    assert r0.finish_s == pytest.approx(1.2)  # prefill 1.0 + two decodes, R1 waiting for cache
-    assert r1.first_token_s == pytest.approx(2.2)  # admitted when R0 frees its 8 tokens at 1.2, then 1 s of prefill
-    free = sch.run_policy(TRACE, _flat, "continuous", max_batch=4, kv_capacity_tokens=16, block_tokens=4)
-    assert free.times[1].first_token_s == pytest.approx(2.0)  # room for both: as without a limit
-
-
-def test_disaggregated_serving_prices_the_kv_transfer_on_the_link(toy):
-    one = (sch.Request(0, 0.0, 16, 2),)
-    run = sch.simulate_disaggregated(one, toy, toy, 64e6, max_batch=4)
-    (r,) = run.times
-    assert r.ttft_s == pytest.approx(6.336)  # the prefill (compute-bound, above)
-    # 16 tokens * 8 bytes = 128 bytes at 64 MB/s = 2 us; decode at context 17: (176 + 17 * 8) / 100 = 3.12 s
-    assert r.finish_s == pytest.approx(6.336 + 2e-6 + 3.12, abs=1e-9)
-    assert run.gaps_s == pytest.approx((2e-6 + 3.12,))  # the second token waits for the transfer too
-    assert run.devices == 2
-
-
-def test_the_same_seed_gives_the_same_trace_and_another_seed_another():
-    a = sch.poisson_trace(20, 5.0, (10, 20), 8, seed=3)
-    assert a == sch.poisson_trace(20, 5.0, (10, 20), 8, seed=3)
-    assert a != sch.poisson_trace(20, 5.0, (10, 20), 8, seed=4)
-    assert a[0].arrival_s == 0 and all(10 <= r.prompt_len <= 20 and r.output_len == 8 for r in a)
-
-
-def test_the_frontier_trades_latency_for_throughput_and_the_slo_picks_a_point(toy):
-    fast = dataclasses.replace(toy, roof=rl.Roof(1e6, 1e5, "fast toy"))  # steps of milliseconds
-    points = sch.frontier(
-        fast, "continuous", [1.0, 20.0, 200.0], n_requests=30, prompt_len=8, output_len=8, seed=0, max_batch=8
-    )
-    assert points[0].tokens_per_s < points[-1].tokens_per_s
-    assert points[0].ttft_p99_s < points[-1].ttft_p99_s
-    loose = sch.SLO(ttft_s=10.0, tpot_s=10.0)
-    assert sch.best_under_slo(points, loose) is max(points, key=lambda p: p.tokens_per_s)
-    with pytest.raises(ValueError, match="no point meets the SLO"):
-        sch.best_under_slo(points, sch.SLO(ttft_s=1e-9, tpot_s=1e-9))
 
 
 # --------------------------------------------------------------------------- KV capacity
@@ -299,18 +209,6 @@ def test_steady_state_policies_on_the_toy(toy):
         (lambda s: sv.expected_tokens_per_step(1.5, 4), "alpha must be an acceptance probability"),
         (lambda s: sv.steady_state(s, "fifo", 1, 8, 8), "policy must be one of static, continuous"),
         (lambda s: sv.steady_state(s, "chunked", 1, 8, 8), "chunk_tokens"),
-        (lambda s: sch.Request(0, 0.0, 8, 1), "output_len must be at least 2 tokens"),
-        (lambda s: sch.simulate(TRACE, s, "fifo", max_batch=2), "policy must be one of"),
-        (lambda s: sch.simulate(TRACE, s, "chunked", max_batch=2), "chunk_tokens"),
-        (lambda s: sch.simulate(TRACE, s, "continuous", max_batch=2, kv_capacity_tokens=4), "over kv_capacity_tokens"),
-        (
-            lambda s: sch.simulate(TRACE, s, "continuous", max_batch=2, kv_capacity_tokens=64, allocation="contiguous"),
-            "max_seq_len",
-        ),
-        (
-            lambda s: sch.poisson_trace(4, 0, 8, 8, seed=0),
-            "rate_per_s must be a positive number of requests per second",
-        ),
     ],
 )
 def test_bad_input_is_refused_naming_the_parameter_and_unit(toy, call, message):
@@ -372,10 +270,10 @@ LIVE_TPOT_BAND = (0.5, 25.0)
 
 @pytest.mark.measures
 def test_the_live_tpot_sits_within_a_stated_band_of_the_model_on_measured_roofs():
-    from roofline_lib import measure
+    from roofline_lib import measured_roofs
     from roofline_lib.evidence.serving_live import SERVE_CONFIG, LiveServer
 
-    ceilings = measure.measure_ceilings(seconds=1.0, device="cpu")
+    ceilings = measured_roofs.measure_ceilings(seconds=1.0, device="cpu")
     model = sv.serving_server(SERVE_CONFIG, ceilings, bytes_per_param=4)
     live = LiveServer(max_slots=4, max_len=256)
     for batch, context in ((1, 64), (4, 256)):

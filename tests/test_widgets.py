@@ -1,4 +1,7 @@
-"""Tests for roofline_lib.present.widgets: each explorer's numbers, its controls, and its redraw time."""
+"""Tests for roofline_lib.present.widgets: each explorer's numbers, its controls, and its redraw time.
+
+The Explorer they all are (its still figure, its markup's values) is tested in test_explorer.py.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from pathlib import Path  # noqa: E402
 import ipywidgets as w  # noqa: E402
 import pytest  # noqa: E402
 
+import roofline_lib as rl  # noqa: E402
+from roofline_lib import serving as sv  # noqa: E402
 from roofline_lib import transformer, widgets  # noqa: E402
 
 #: The brief: a redraw (recompute + render the figure) must stay under 0.1 s.
@@ -316,48 +321,6 @@ def test_comms_markup_spells_small_numbers_so_javascript_reads_them_back():
     assert ex.site_attributes["data-algorithm"] == "tree"
 
 
-@pytest.mark.parametrize(
-    ("value", "written"),
-    [
-        (True, "true"),
-        (False, "false"),
-        (256, "256"),
-        (6738415616.0, "6738415616"),  # whole: digits, no ".0"
-        (2.0**53, "9007199254740992.0"),  # past 2**53 a float is not an exact int: Python's shortest form
-        (1.75, "1.75"),
-        (0.1, "0.1"),  # the shortest form that reads back as the same double, not 0.1000000000000000055
-        (5e-6, "5e-06"),
-        ("NVLink 4", "NVLink 4"),
-    ],
-)
-def test_attribute_values_are_written_as_the_script_reads_them(value, written):
-    assert widgets._attribute(value, "x") == written
-    if isinstance(value, float):
-        assert float(written) == value  # the round trip is exact
-
-
-def test_attribute_values_refuse_what_the_script_cannot_read():
-    with pytest.raises(ValueError, match="message_bytes must be a finite number"):
-        widgets._attribute(float("nan"), "message_bytes")
-    with pytest.raises(TypeError, match="link must be a number, a string or a bool"):
-        widgets._attribute(None, "link")
-
-
-def test_markup_values_are_escaped():
-    ex = widgets.roofline_explorer()
-    ex._site_state = lambda: {"gpu": 'A"100<b>&'}  # a value no registry has, to see the escaping
-    assert 'data-gpu="A&quot;100&lt;b&gt;&amp;"' in ex.site_html()
-    assert _site_div(ex)["data-gpu"] == 'A"100<b>&'
-
-
-def test_an_explorer_without_a_website_twin_writes_no_markup():
-    fig = widgets._figure()[0]
-    ex = widgets.Explorer({}, fig, lambda: None, title="bare")
-    assert ex.site_attributes == {} and ex.site_html() == ""
-    with pytest.raises(ValueError, match="site_mode and site_state go together"):
-        widgets.Explorer({}, fig, lambda: None, title="half", site_mode="intensity")
-
-
 def test_the_log_axes_are_set_up_once_for_all_three_log_log_explorers():
     for ex, x_base, xlabel in [
         (widgets.roofline_explorer(), 10, "arithmetic intensity (FLOP/byte)"),
@@ -425,3 +388,94 @@ def test_the_mfu_explorers_default_rate_is_brought_inside_the_slider():
     ex = widgets.mfu_explorer(n_params=3e12, n_gpus=1, gpu="A100")
     assert ex.controls["tokens_per_s"].value == 10.0
     assert float(ex.site_attributes["data-tokens-per-s"]) == 10.0
+
+
+# --------------------------------------------------------------------------- serving
+#
+# The explorer draws serving.steady_frontier for every policy and marks serving.best_steady_state
+# for the chosen one; its markup carries serving.step_counts for the website's serving mode.
+
+
+@pytest.fixture(scope="module")
+def serving():
+    """Chapter 10's explorer at its start, shared by the tests that only read it."""
+    return widgets.serving_explorer()
+
+
+def _library_best(model="llama-3-8b", gpu="H100", policy="chunked", ttft=0.5, tpot=0.03):
+    server = sv.serving_server(rl.model_config(model), gpu)
+    points = sv.steady_frontier(server, policy, 1024, 256, chunk_tokens=2048)
+    return points, sv.best_steady_state(points, ttft, tpot)
+
+
+def test_serving_operating_point_is_the_librarys_best_under_the_slo(serving):
+    points, best = _library_best()
+    assert serving.result == best
+    assert f"batch {best.batch}</b>" in serving.readout.value
+    limit = sv.kv_capacity(sv.serving_server(rl.model_config("llama-3-8b"), "H100"), 1024, 256).max_requests
+    assert f"holds {limit:,} such requests" in serving.readout.value
+    assert points[-1].batch <= limit < 2 * points[-1].batch  # the frontier ends where the KV cache does
+    line = serving.figure.axes[0].get_lines()[sv.POLICIES.index("chunked")]
+    sustainable = [p for p in points if p.sustainable]
+    assert list(line.get_ydata()) == [p.tokens_per_s for p in sustainable]
+    assert line.get_linewidth() == 2.5  # the chosen policy is the bold curve
+
+
+def test_serving_controls_move_the_point_as_the_library_does():
+    ex = widgets.serving_explorer()
+    ex.controls["policy"].value = "continuous"
+    assert ex.result == _library_best(policy="continuous")[1]
+    ex.controls["gpu"].value = rl.gpu("A100").key
+    assert ex.result == _library_best(gpu="A100", policy="continuous")[1]
+    ex.controls["slo_tpot_s"].value = 10.0
+    ex.controls["slo_ttft_s"].value = 10.0
+    loose = _library_best(gpu="A100", policy="continuous", ttft=10.0, tpot=10.0)[1]
+    assert ex.result == loose and ex.result.batch >= 64  # a loose SLO lets the batch grow
+
+
+def test_serving_slo_nothing_meets_and_a_model_that_does_not_fit_are_said_not_drawn():
+    ex = widgets.serving_explorer(policy="static")  # half a round of 255 decode steps: TTFT over 0.5 s
+    assert ex.result is None and "no batch meets the SLO" in ex.readout.value
+    ex.controls["gpu"].value = rl.gpu("L4").key  # 24 GB: a 70B model's 141 GB of weights do not fit
+    big = widgets.serving_explorer(model="llama-2-70b", gpu="L4")
+    assert big.result is None and "leave no room for a KV cache" in big.readout.value
+    assert all(len(line.get_xdata()) == 0 for line in big.figure.axes[0].get_lines()[:4])
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"policy": "fifo"}, ValueError, "policy must be one of static, continuous"),
+        ({"slo_tpot_s": 20.0}, ValueError, "slo_tpot_s must be between 0.001 and 10 seconds"),
+        ({"slo_ttft_s": 0}, ValueError, "slo_ttft_s must be a positive"),
+        ({"chunk_tokens": 0}, ValueError, "chunk_tokens must be a positive whole number"),
+        ({"model": "mixtral-8x7b"}, ValueError, "experts or a sliding window"),
+    ],
+)
+def test_serving_bad_starting_values_are_refused_by_name(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        widgets.serving_explorer(**kwargs)
+
+
+def test_serving_markup_carries_the_step_counts_and_follows_the_controls(serving):
+    attrs = serving.site_attributes
+    counts = sv.step_counts(sv.serving_server(rl.model_config("llama-3-8b"), "H100"))
+    assert attrs["data-mode"] == "serving" and attrs["data-gpu"] == rl.gpu("H100").key
+    assert int(attrs["data-body-flops"]) == counts.body_flops_per_token
+    assert int(attrs["data-kv-bytes-per-token"]) == counts.kv_bytes_per_token == 131072  # 2 * 32 * 8 * 128 * 2
+    assert int(attrs["data-stored-weight-bytes"]) == rl.model_config("llama-3-8b").n_params() * 2
+    page = serving._repr_mimebundle_()["text/html"]
+    assert re.search(r'</figure><div class="roofline-explorer" data-mode="serving"[^>]*></div>$', page)
+    ex = widgets.serving_explorer()
+    ex.controls["policy"].value = "disaggregated"
+    assert 'data-policy="disaggregated"' in ex._repr_mimebundle_()["text/html"]
+
+
+def test_serving_draws_and_reads_out_milliseconds(serving):
+    best = serving.result
+    # TPOT on the x axis in ms: the ring sits at the best point's TPOT * 1000
+    ring = serving.figure.axes[0].get_lines()[-1]
+    assert ring.get_xdata()[0] == pytest.approx(best.tpot_s * 1e3, rel=1e-15)
+    assert f"TPOT {best.tpot_s * 1e3:.3g} ms, TTFT {best.ttft_s * 1e3:.3g} ms" in serving.readout.value
+    slo = serving.figure.axes[0].get_lines()[len(sv.POLICIES)]  # the dashed objective at 0.03 s = 30 ms
+    assert list(slo.get_xdata()) == pytest.approx([30.0, 30.0])

@@ -6,10 +6,10 @@ In order:
 
 1. refuses to run (exit 2) without a CUDA GPU, with the CPU build of torch, under
    TRITON_INTERPRET, or on a GPU the registry does not hold;
-2. measures the roofs through roofline_lib.evidence.measure, so the course has one definition of each:
+2. measures the roofs through roofline_lib.evidence.measured_roofs, so the course has one definition of each:
    the memory roof is the better of a copy and an add over 1 GiB buffers
-   (``measure.stream_readings``), the compute roof a square bf16 GEMM sweep up to 8192^3, and an
-   fp8 sweep through ``torch._scaled_mm`` where the chip has fp8 (``measure.matmul_readings``);
+   (``measured_roofs.stream_readings``), the compute roof a square bf16 GEMM sweep up to 8192^3, and an
+   fp8 sweep through ``torch._scaled_mm`` where the chip has fp8 (``measured_roofs.matmul_readings``);
 3. times the course's Triton demos (roofline_lib.evidence.kernels), each checked against torch first and
    predicted from its byte count on the measured memory roof;
 4. runs nbval over every notebook with ROOFLINE_REQUIRE_GPU=1 (a GPU cell that would fall back
@@ -47,8 +47,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
-from roofline_lib import measure, record_report, records  # noqa: E402
+from roofline_lib import measured_roofs, record_report, records  # noqa: E402
+from roofline_lib.core.formatting import to_unit  # noqa: E402
 from roofline_lib.core.hardware import as_gpu  # noqa: E402
+from roofline_lib.evidence.provenance import UNKNOWN, GPUIdentity, gpu_identity  # noqa: E402
 from roofline_lib.evidence.records import (  # noqa: E402
     CopyMeasurement,
     GemmMeasurement,
@@ -105,28 +107,28 @@ def _commit() -> str:
     return head + ("+dirty" if _git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def provenance(identity: measure.GPUIdentity) -> Provenance:
-    """The record's provenance from ``measure.gpu_identity()``: what could not be read says "unknown"."""
+def provenance(identity: GPUIdentity) -> Provenance:
+    """The record's provenance from ``gpu_identity()``: what could not be read says "unknown"."""
     return Provenance(
-        device_name=identity.device_name or measure.UNKNOWN,
-        driver=identity.driver or measure.UNKNOWN,
-        cuda=identity.cuda or measure.UNKNOWN,
-        torch=identity.torch or measure.UNKNOWN,
-        triton=identity.triton or measure.UNKNOWN,
+        device_name=identity.device_name or UNKNOWN,
+        driver=identity.driver or UNKNOWN,
+        cuda=identity.cuda or UNKNOWN,
+        torch=identity.torch or UNKNOWN,
+        triton=identity.triton or UNKNOWN,
         date=datetime.now(UTC).isoformat(timespec="seconds"),
         clocks=dict(identity.clocks),
         commit=_commit(),
     )
 
 
-# --------------------------------------------------------------------------- roofs, through measure.py
+# --------------------------------------------------------------------------- roofs, through measured_roofs.py
 
 
 def memory_roof(buffer_bytes: float = COPY_BUFFER_BYTES, device: str = "cuda") -> CopyMeasurement:
-    """The better of copy and add (``measure.stream_readings``), as the record's memory roof."""
-    readings = measure.stream_readings(device, buffer_bytes=buffer_bytes)
+    """The better of copy and add (``measured_roofs.stream_readings``), as the record's memory roof."""
+    readings = measured_roofs.stream_readings(device, buffer_bytes=buffer_bytes)
     best = max(readings, key=lambda r: r.best_bytes_per_s)
-    others = ", ".join(f"{r.kernel} {r.best_bytes_per_s / 1e12:.3g} TB/s" for r in readings)
+    others = ", ".join(f"{r.kernel} {to_unit(r.best_bytes_per_s, 'TB/s'):.3g} TB/s" for r in readings)
     return CopyMeasurement(
         buffer_bytes=best.buffer_bytes,
         seconds=best.timing.median_s,
@@ -137,9 +139,9 @@ def memory_roof(buffer_bytes: float = COPY_BUFFER_BYTES, device: str = "cuda") -
 
 
 def gemm_rows(precision: str, sizes, device: str = "cuda") -> list[GemmMeasurement]:
-    """One square product per size through ``measure.matmul_readings``; 2 * n**3 FLOP each."""
+    """One square product per size through ``measured_roofs.matmul_readings``; 2 * n**3 FLOP each."""
     rows = []
-    for reading in measure.matmul_readings(device, list(sizes), precision):
+    for reading in measured_roofs.matmul_readings(device, list(sizes), precision):
         n, t = reading.n, reading.timing
         rows.append(
             GemmMeasurement(
@@ -238,13 +240,13 @@ def summary(record: GPURecord) -> str:
     lines = [record.label, ""]
     c = record.copy
     lines.append(
-        f"memory    {c.kernel}, {c.buffer_bytes / 2**30:.3g} GiB buffers: {c.bytes_per_s / 1e12:.3g} TB/s median, "
-        f"{c.best_bytes_per_s / 1e12:.3g} TB/s best"
+        f"memory    {c.kernel}, {to_unit(c.buffer_bytes, 'GiB'):.3g} GiB buffers: {to_unit(c.bytes_per_s, 'TB/s'):.3g} TB/s median, "
+        f"{to_unit(c.best_bytes_per_s, 'TB/s'):.3g} TB/s best"
     )
     for g in record.gemm:
         lines.append(
-            f"gemm      {g.precision:>4} {g.m}^3: {g.flops_per_s / 1e12:7.1f} TFLOP/s median, "
-            f"{g.best_flops_per_s / 1e12:7.1f} best"
+            f"gemm      {g.precision:>4} {g.m}^3: {to_unit(g.flops_per_s, 'TFLOP/s'):7.1f} TFLOP/s median, "
+            f"{to_unit(g.best_flops_per_s, 'TFLOP/s'):7.1f} best"
         )
     for k in record.kernels:
         lines.append(f"kernel    {k}")
@@ -280,37 +282,65 @@ def main(argv=None) -> int:
 
     import torch
 
-    device_name = torch.cuda.get_device_name(0)
-    try:
-        spec = as_gpu(args.gpu) if args.gpu else records.match_gpu(device_name)
-    except ValueError as err:
-        print(f"gpu-check: {err}. Pass --gpu NAME if it is a registry part under another name.", file=sys.stderr)
+    spec = _registry_part(torch, args.gpu)
+    if spec is None:
         return EXIT_CANNOT_RUN
-    print(
-        f"gpu-check on {device_name} (registry: {spec.name}), torch {torch.__version__}, CUDA {torch.version.cuda}",
-        flush=True,
-    )
-
     failures: dict[str, str] = {}
-    problems: list[str] = []
-    sizes = tuple(n for n in GEMM_SIZES if n <= args.gemm_max) or (args.gemm_max,)
-    copy = attempt("memory roof (copy and add)", memory_roof, failures)
-    if copy is not None:
-        print(f"memory roof: {copy.best_bytes_per_s / 1e12:.3g} TB/s best ({copy.kernel})", flush=True)
-    gemm = []
-    for n in sizes:
-        gemm += attempt(f"bf16 GEMM {n}^3", lambda n=n: gemm_rows("bf16", (n,)), failures) or []
-    if chip_has_fp8(torch, spec):
-        for n in sizes:
-            gemm += attempt(f"fp8 GEMM {n}^3", lambda n=n: gemm_rows("fp8", (n,)), failures) or []
-    identity = measure.gpu_identity()  # right after the sweep, while the clocks are up
+    copy, gemm = _measure_roofs(torch, spec, args.gemm_max, failures)
+    identity = gpu_identity()  # right after the sweep, while the clocks are up
     if copy is None or not any(g.precision == "bf16" for g in gemm):
         print(
             "gpu-check FAILED: without the memory roof and a bf16 GEMM there is no valid record to write",
             file=sys.stderr,
         )
         return EXIT_FAILED
+    rows = _time_demos(spec, copy, failures)
+    attempt("torch.cuda.empty_cache", torch.cuda.empty_cache, failures)  # hand memory back before the notebooks
+    notebooks, problems = _run_checks(args.no_notebooks)
+    record = GPURecord(
+        gpu=spec.key,
+        provenance=provenance(identity),
+        copy=copy,
+        gemm=tuple(gemm),
+        kernels=tuple(rows),
+        notebooks=notebooks,
+        failures=dict(failures),
+    )
+    return _write_and_report(record, args, problems + [f"{step}: {error}" for step, error in failures.items()])
 
+
+def _registry_part(torch, gpu: str | None):
+    """The registry part this GPU is (``--gpu`` or matched by its name), or None after saying why not."""
+    device_name = torch.cuda.get_device_name(0)
+    try:
+        spec = as_gpu(gpu) if gpu else records.match_gpu(device_name)
+    except ValueError as err:
+        print(f"gpu-check: {err}. Pass --gpu NAME if it is a registry part under another name.", file=sys.stderr)
+        return None
+    print(
+        f"gpu-check on {device_name} (registry: {spec.name}), torch {torch.__version__}, CUDA {torch.version.cuda}",
+        flush=True,
+    )
+    return spec
+
+
+def _measure_roofs(torch, spec, gemm_max: int, failures: dict[str, str]):
+    """The memory roof (or None) and the GEMM rows of the sweep, bf16 and fp8 where the chip has it."""
+    sizes = tuple(n for n in GEMM_SIZES if n <= gemm_max) or (gemm_max,)
+    copy = attempt("memory roof (copy and add)", memory_roof, failures)
+    if copy is not None:
+        print(f"memory roof: {to_unit(copy.best_bytes_per_s, 'TB/s'):.3g} TB/s best ({copy.kernel})", flush=True)
+    gemm = []
+    for n in sizes:
+        gemm += attempt(f"bf16 GEMM {n}^3", lambda n=n: gemm_rows("bf16", (n,)), failures) or []
+    if chip_has_fp8(torch, spec):
+        for n in sizes:
+            gemm += attempt(f"fp8 GEMM {n}^3", lambda n=n: gemm_rows("fp8", (n,)), failures) or []
+    return copy, gemm
+
+
+def _time_demos(spec, copy, failures: dict[str, str]) -> list:
+    """Every Triton demo checked and timed against the measured memory roof; a failed one is recorded."""
     rows = []
     kernels = attempt(
         "import roofline_lib.evidence.kernels", lambda: __import__("roofline_lib.evidence.kernels").kernels, failures
@@ -322,31 +352,30 @@ def main(argv=None) -> int:
         )
         if row is not None:
             rows.append(row)
+    return rows
 
-    notebooks = None
-    attempt("torch.cuda.empty_cache", torch.cuda.empty_cache, failures)  # hand memory back before the notebooks
+
+def _run_checks(no_notebooks: bool):
+    """The notebooks under nbval and the GPU tests (unless ``--no-notebooks``): (NotebookRun or None, problems)."""
+    notebooks, problems = None, []
+    if no_notebooks:
+        return notebooks, problems
     with tempfile.TemporaryDirectory() as tmp:
-        if not args.no_notebooks:
-            notebooks = run_notebooks(Path(tmp))
-            if notebooks.failed:
-                problems.append(f"{notebooks.failed} notebook cell(s) failed under nbval")
-            if notebooks.skipped:
-                problems.append(f"{notebooks.skipped} notebook cell(s) were skipped on a GPU machine")
-            tests = run_gpu_tests(Path(tmp))
-            if tests["failed"]:
-                problems.append(f"{tests['failed']} GPU test(s) failed")
-            if tests["skipped"]:
-                problems.append(f"{tests['skipped']} GPU test(s) were skipped on a GPU machine")
+        notebooks = run_notebooks(Path(tmp))
+        if notebooks.failed:
+            problems.append(f"{notebooks.failed} notebook cell(s) failed under nbval")
+        if notebooks.skipped:
+            problems.append(f"{notebooks.skipped} notebook cell(s) were skipped on a GPU machine")
+        tests = run_gpu_tests(Path(tmp))
+        if tests["failed"]:
+            problems.append(f"{tests['failed']} GPU test(s) failed")
+        if tests["skipped"]:
+            problems.append(f"{tests['skipped']} GPU test(s) were skipped on a GPU machine")
+    return notebooks, problems
 
-    record = GPURecord(
-        gpu=spec.key,
-        provenance=provenance(identity),
-        copy=copy,
-        gemm=tuple(gemm),
-        kernels=tuple(rows),
-        notebooks=notebooks,
-        failures=dict(failures),
-    )
+
+def _write_and_report(record: GPURecord, args, problems: list[str]) -> int:
+    """Write the record (refused if the guard rejects a number), print its summary and every problem."""
     try:
         path = records.write_record(record, args.out)
     except ValueError as err:  # RecordError or ImplausibleMeasurement: a number the guard refuses
@@ -357,7 +386,6 @@ def main(argv=None) -> int:
     print(f"\nrecord written to {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     if args.no_notebooks:
         print("note: --no-notebooks, so nbval and the GPU tests were not run; the record says so")
-    problems += [f"{step}: {error}" for step, error in failures.items()]
     for problem in problems:
         print(f"FAILED: {problem}", file=sys.stderr)
     return EXIT_FAILED if problems else EXIT_OK

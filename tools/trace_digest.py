@@ -1,6 +1,6 @@
 """Write the digest of a recorded Kineto trace that chapters 6 and 7 diagnose.
 
-The digest holds what :func:`roofline_lib.evidence.diagnose.read_trace` reads from the trace (its rows,
+The digest holds what :func:`roofline_lib.evidence.trace_rows.read_trace` reads from the trace (its rows,
 window, busy time, notes, collectives) with the trace's provenance, so a chapter can diagnose
 someone else's recorded GPU run without shipping the trace itself. Usage::
 
@@ -19,12 +19,12 @@ import json
 import time
 from pathlib import Path
 
-from roofline_lib import diagnose as D
+from roofline_lib import trace_rows
 
 
 def digest(trace_path: Path, provenance: dict) -> dict:
     start = time.perf_counter()
-    trace = D.read_trace(trace_path)
+    trace = trace_rows.read_trace(trace_path)
     seconds = time.perf_counter() - start
     return {
         **provenance,

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from decimal import ROUND_HALF_UP, Decimal
 
-from .hardware import GIB
-
 __all__: list[str] = []  # private helpers: the modules import them by name
+
+#: One gibibyte, 2**30 bytes: the unit a memory capacity is really printed in (``hardware.GIB``).
+GIB = 2**30
 
 
 def seconds(s: float) -> str:
@@ -71,7 +72,7 @@ def gib(n_bytes: float) -> str:
 UNIT_SCALE = {
     **{"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9},
     **{"B": 1.0, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 2**10, "MiB": 2**20, "GiB": GIB},
-    **{"B/s": 1.0, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12},
+    **{"B/s": 1.0, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12, "Gb/s": 1e9 / 8},  # Gb/s: gigabits, as InfiniBand prints
     **{"FLOP": 1.0, "MFLOP": 1e6, "GFLOP": 1e9, "TFLOP": 1e12, "PFLOP": 1e15},
     **{"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15},
     **{"tokens": 1.0, "k tokens": 1e3, "M tokens": 1e6, "B tokens": 1e9, "T tokens": 1e12},

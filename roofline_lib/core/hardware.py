@@ -12,7 +12,10 @@ is the printed number times 2**30 (:data:`GIB`) for every entry. The driver keep
 a little of it back (under 1 % on current parts), which is not subtracted.
 Bandwidths stay decimal, as printed (3.35 TB/s = 3.35e12 B/s).
 
-Every entry carries ``source`` (the datasheet it came from) and ``notes`` (how
+The numbers live in a data file, ``roofline_lib/core/data/gpus.json``, each as its
+source prints it (dense or sparse, per GPU or per board) with where it comes from beside it;
+this module reads it (through :mod:`roofline_lib.core.registry_data`) into :class:`GPUSpec`
+records. Every entry carries ``source`` (the datasheet it came from) and ``notes`` (how
 a number was derived when the datasheet does not print it directly). A chip the
 registry lacks is described with :func:`accelerator`.
 """
@@ -26,6 +29,8 @@ from types import MappingProxyType
 from typing import Mapping
 
 from .checks import _Registry, _text
+from .formatting import GIB  # one gibibyte, 2**30 bytes: the unit a capacity is printed in (above)
+from .registry_data import number, read_records, si
 
 __all__ = [
     "GIB",
@@ -46,13 +51,6 @@ PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 
 #: Storage size of one element in each precision. tf32 is stored in 32 bits.
 BYTES_PER_ELEMENT = MappingProxyType({"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5})
-
-_T = 1e12  # one tera
-_G = 1e9  # one giga
-
-#: One gibibyte, 2**30 bytes: the unit a memory capacity is really printed in (see above).
-GIB = 2**30
-_MB = 1e6  # datasheets quote cache sizes in decimal-ish MB; kept as printed
 
 
 def bytes_per_element(precision: str) -> float:
@@ -223,316 +221,80 @@ def accelerator(
     )
 
 
-def _spec(key, name, *, bw, cap, l2, sms, dense, sparse, source, aliases=(), **kw) -> GPUSpec:
+_DATA_FILE = "data/gpus.json"  # in roofline_lib/core
+_FIELDS = (
+    "name",
+    "aliases",
+    "memory_kind",
+    "source",
+    "hbm_bytes_per_s",
+    "hbm_capacity_bytes",
+    "l2_bytes",
+    "sm_count",
+    "flops_per_s",
+    "notes",
+)
+
+
+def _load_registry() -> dict[str, GPUSpec]:
+    """Every GPU of ``core/data/gpus.json``, by key, in the file's order."""
+    records = read_records(__package__, _DATA_FILE, table="gpus", required=_FIELDS, optional=("l2_bytes_per_s",))
+    return {key: _spec(key, record) for key, record in records.items()}
+
+
+def _spec(key: str, record: dict) -> GPUSpec:
+    """One GPU's record of the data file as a :class:`GPUSpec` (which checks every field)."""
+    where = f"{_DATA_FILE}, GPU {key!r}"
+    dense, sparse = _peaks(record["flops_per_s"], f"{where}, flops_per_s")
     return GPUSpec(
-        name=name,
-        hbm_bytes_per_s=bw,
-        hbm_capacity_bytes=cap,
-        l2_bytes=l2,
-        sm_count=sms,
-        dense_flops_per_s=MappingProxyType(dict(dense)),
-        sparse_flops_per_s=MappingProxyType(dict(sparse)),
-        source=source,
-        aliases=tuple(aliases),
+        name=record["name"],
+        hbm_bytes_per_s=si(record["hbm_bytes_per_s"], f"{where}, hbm_bytes_per_s"),
+        hbm_capacity_bytes=_optional(si, record, "hbm_capacity_bytes", where),
+        l2_bytes=_optional(si, record, "l2_bytes", where),
+        sm_count=_optional(number, record, "sm_count", where),
+        dense_flops_per_s=dense,
+        sparse_flops_per_s=sparse,
+        source=record["source"],
+        aliases=record["aliases"],
+        memory_kind=record["memory_kind"],
+        l2_bytes_per_s=_optional(si, record, "l2_bytes_per_s", where),
+        notes=record["notes"],
         key=key,
-        **kw,
     )
 
 
-def _halves(sparse: dict[str, float]) -> dict[str, float]:
-    """Dense figure = sparse figure / 2 (2:4 structured sparsity doubles the rate)."""
-    return {p: v / 2 for p, v in sparse.items()}
+def _optional(read, record: dict, name: str, where: str):
+    """A figure the data file may leave out or give as null (None here)."""
+    figure = record.get(name)
+    return None if figure is None else read(figure, f"{where}, {name}")
 
 
-_A100_TENSOR_DENSE = {"tf32": 156 * _T, "bf16": 312 * _T, "fp16": 312 * _T, "int8": 624 * _T}
-_A100_SOURCE = "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM column"
-_A100_L2_NOTE = (
-    "l2_bytes_per_s from the A100 whitepaper: 5120 bytes/clock of L2 read bandwidth "
-    "at the 1410 MHz boost clock (an upper bound, not a datasheet figure)."
-)
+def _peaks(table: dict, where: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Dense and sparse peaks in FLOP/s per GPU from a ``flops_per_s`` table of printed figures.
 
-_H100_SXM_SPARSE = {"tf32": 989 * _T, "bf16": 1979 * _T, "fp16": 1979 * _T, "fp8": 3958 * _T, "int8": 3958 * _T}
-_H100_PCIE_SPARSE = {"tf32": 756 * _T, "bf16": 1513 * _T, "fp16": 1513 * _T, "fp8": 3026 * _T, "int8": 3026 * _T}
-# HGX B200 datasheet quotes an 8-GPU board; per GPU is the board figure / 8.
-_B200_SPARSE = {
-    "tf32": 18e15 / 8,
-    "bf16": 36e15 / 8,
-    "fp16": 36e15 / 8,
-    "fp8": 72e15 / 8,
-    "int8": 72e15 / 8,
-    "fp4": 144e15 / 8,
-}
-_L4_SPARSE = {"tf32": 120 * _T, "bf16": 242 * _T, "fp16": 242 * _T, "fp8": 485 * _T, "int8": 485 * _T}
-_MI300X_SPARSE = {
-    "tf32": 1307.4 * _T,
-    "bf16": 2614.9 * _T,
-    "fp16": 2614.9 * _T,
-    "fp8": 5229.8 * _T,
-    "int8": 5229.8 * _T,
-}
-_SPARSE_NOTE = "Dense tensor-core figures are the datasheet's sparse figures halved."
-_V100_SOURCE = "NVIDIA Tesla V100 GPU datasheet (2020), V100 SXM2 column"
-_V100_NOTE = (
-    "Volta has no sparsity and no bf16 or tf32: its tensor cores run fp16 (125 TFLOP/s, the "
-    "datasheet's 'Tensor Performance'); fp32 is the CUDA-core peak. SM count and L2 from the Volta "
-    "architecture whitepaper (GV100)."
-)
-_A10_SPARSE = {"tf32": 125 * _T, "bf16": 250 * _T, "fp16": 250 * _T, "int8": 500 * _T}
-_MI250_NOTE = (
-    "CDNA 2 has no structured sparsity: every figure is dense, as printed. fp32 is the FP32 matrix "
-    "peak (the FP32 vector peak is {vector} TFLOP/s); no tf32. Two dies (GCDs) per package, each with "
-    "8 MB of L2, and sm_count holds the {cus} compute units of both; a rank usually drives one die, "
-    "half of every figure here."
-)
+    Each precision gives its ``dense`` figure, its ``sparse`` one (2:4 sparsity), or both, in
+    the table's ``unit`` (or its own); a board figure is divided by ``board_gpus``. A precision
+    printed only sparse has half its sparse figure as its dense one (2:4 sparsity doubles it).
+    """
+    board_gpus = table.get("board_gpus", 1)
+    dense: dict[str, float] = {}
+    sparse: dict[str, float] = {}
+    for precision, printed in table["peaks"].items():
+        unit = printed.get("unit", table["unit"])
+        if set(printed) - {"dense", "sparse", "unit"} or not set(printed) & {"dense", "sparse"}:
+            raise ValueError(f"{where}[{precision!r}] must give 'dense', 'sparse' or both, got {printed!r}")
+        per_gpu = {
+            kind: si({"value": printed[kind], "unit": unit}, f"{where}[{precision!r}]") / board_gpus
+            for kind in ("dense", "sparse")
+            if kind in printed
+        }
+        if "sparse" in per_gpu:
+            sparse[precision] = per_gpu["sparse"]
+        dense[precision] = per_gpu["dense"] if "dense" in per_gpu else per_gpu["sparse"] / 2
+    return dense, sparse
 
-_REGISTRY: dict[str, GPUSpec] = {
-    spec.key: spec
-    for spec in (
-        _spec(
-            "a100-80gb-sxm",
-            "A100 80GB SXM",
-            bw=2039 * _G,
-            cap=80 * GIB,
-            l2=40 * _MB,
-            sms=108,
-            dense={"fp32": 19.5 * _T, **_A100_TENSOR_DENSE},
-            sparse={p: 2 * v for p, v in _A100_TENSOR_DENSE.items()},
-            source=_A100_SOURCE,
-            aliases=("a100", "a100-80gb", "a100 80gb", "a100-sxm", "a100 sxm"),
-            memory_kind="HBM2e",
-            l2_bytes_per_s=5120 * 1410e6,
-            notes="The datasheet prints dense and sparse tensor figures. " + _A100_L2_NOTE,
-        ),
-        _spec(
-            "a100-40gb-sxm",
-            "A100 40GB SXM",
-            bw=1555 * _G,
-            cap=40 * GIB,
-            l2=40 * _MB,
-            sms=108,
-            dense={"fp32": 19.5 * _T, **_A100_TENSOR_DENSE},
-            sparse={p: 2 * v for p, v in _A100_TENSOR_DENSE.items()},
-            source=_A100_SOURCE,
-            aliases=("a100-40gb", "a100 40gb", "a100 pg509 200", "a100-pg509-200"),
-            memory_kind="HBM2",
-            l2_bytes_per_s=5120 * 1410e6,
-            notes="Same compute as the 80 GB part, slower and smaller memory. " + _A100_L2_NOTE + " "
-            "'A100-PG509-200' is the name torch reports for this SXM4 board (PG509) in a 40 GB build: "
-            "its traces record 42,297,524,224 bytes (39.4 GiB) of device memory and 108 SMs.",
-        ),
-        _spec(
-            "h100-sxm",
-            "H100 SXM",
-            bw=3.35 * _T,
-            cap=80 * GIB,
-            l2=50 * _MB,
-            sms=132,
-            dense={"fp32": 67 * _T, **_halves(_H100_SXM_SPARSE)},
-            sparse=_H100_SXM_SPARSE,
-            source="NVIDIA H100 Tensor Core GPU datasheet (2023), H100 SXM column",
-            aliases=("h100", "h100-sxm5", "h100 sxm"),
-            memory_kind="HBM3",
-            notes=_SPARSE_NOTE,
-        ),
-        _spec(
-            "h800",
-            "H800 SXM",
-            bw=3.35 * _T,
-            cap=80 * GIB,
-            l2=50 * _MB,
-            sms=132,
-            dense={"fp32": 67 * _T, **_halves(_H100_SXM_SPARSE)},
-            sparse=_H100_SXM_SPARSE,
-            source="NVIDIA H800 Tensor Core GPU datasheet (2023), H800 SXM5 column",
-            aliases=("h800-sxm", "h800 sxm", "h800-sxm5"),
-            memory_kind="HBM3",
-            notes=_SPARSE_NOTE + " The H100 SXM's GH100 die and tensor-core peaks; NVLink cut to "
-            "400 GB/s (both directions) and FP64 to 1 TFLOP/s. SM count and L2 as the H100 SXM.",
-        ),
-        _spec(
-            "h100-pcie",
-            "H100 PCIe",
-            bw=2.0 * _T,
-            cap=80 * GIB,
-            l2=50 * _MB,
-            sms=114,
-            dense={"fp32": 51 * _T, **_halves(_H100_PCIE_SPARSE)},
-            sparse=_H100_PCIE_SPARSE,
-            source="NVIDIA H100 Tensor Core GPU datasheet (2023), H100 PCIe column",
-            aliases=("h100 pcie",),
-            memory_kind="HBM2e",
-            notes=_SPARSE_NOTE,
-        ),
-        _spec(
-            "h200",
-            "H200 SXM",
-            bw=4.8 * _T,
-            cap=141 * GIB,
-            l2=50 * _MB,
-            sms=132,
-            dense={"fp32": 67 * _T, **_halves(_H100_SXM_SPARSE)},
-            sparse=_H100_SXM_SPARSE,
-            source="NVIDIA H200 Tensor Core GPU datasheet (2024), H200 SXM column",
-            aliases=("h200-sxm", "h200 sxm"),
-            memory_kind="HBM3e",
-            notes=_SPARSE_NOTE + " SM count and L2 as the H100 SXM (same GH100 die).",
-        ),
-        _spec(
-            "b200",
-            "B200",
-            bw=8 * _T,
-            cap=180 * GIB,
-            l2=126 * _MB,
-            sms=148,
-            dense={"fp32": 600e12 / 8, **_halves(_B200_SPARSE)},
-            sparse=_B200_SPARSE,
-            source="NVIDIA HGX B200 datasheet (2024): 8-GPU board figures divided by 8",
-            aliases=("b200-sxm", "hgx b200"),
-            memory_kind="HBM3e",
-            notes=_SPARSE_NOTE + " SM count and L2 size are not in the datasheet; they are what "
-            "a published microbenchmark study of the shipping part reports (74 of 80 SMs enabled on "
-            "each of its two dies; 126 MB of L2 split across the dies).",
-        ),
-        _spec(
-            "l4",
-            "L4",
-            bw=300 * _G,
-            cap=24 * GIB,
-            l2=48 * _MB,
-            sms=58,
-            dense={"fp32": 30.3 * _T, **_halves(_L4_SPARSE)},
-            sparse=_L4_SPARSE,
-            source="NVIDIA L4 Tensor Core GPU datasheet (2023)",
-            aliases=("nvidia l4",),
-            memory_kind="GDDR6",
-            notes=_SPARSE_NOTE + " SM count and L2 from the Ada Lovelace architecture whitepaper (AD104).",
-        ),
-        _spec(
-            "v100-sxm2-32gb",
-            "V100 SXM2 32GB",
-            bw=900 * _G,
-            cap=32 * GIB,
-            l2=6 * _MB,
-            sms=80,
-            dense={"fp32": 15.7 * _T, "fp16": 125 * _T},
-            sparse={},
-            source=_V100_SOURCE,
-            aliases=("v100", "v100 32gb", "v100-32gb", "v100 sxm2 32gb"),
-            memory_kind="HBM2",
-            notes=_V100_NOTE,
-        ),
-        _spec(
-            "v100-sxm2-16gb",
-            "V100 SXM2 16GB",
-            bw=900 * _G,
-            cap=16 * GIB,
-            l2=6 * _MB,
-            sms=80,
-            dense={"fp32": 15.7 * _T, "fp16": 125 * _T},
-            sparse={},
-            source=_V100_SOURCE,
-            aliases=("v100 16gb", "v100-16gb", "v100 sxm2 16gb"),
-            memory_kind="HBM2",
-            notes=_V100_NOTE,
-        ),
-        _spec(
-            "a10",
-            "A10",
-            bw=600 * _G,
-            cap=24 * GIB,
-            l2=6 * _MB,
-            sms=72,
-            dense={"fp32": 31.2 * _T, **_halves(_A10_SPARSE)},
-            sparse=_A10_SPARSE,
-            source="NVIDIA A10 Tensor Core GPU datasheet (2021)",
-            aliases=("nvidia a10", "a10 pcie"),
-            memory_kind="GDDR6",
-            notes=_SPARSE_NOTE + " SM count and L2 from the Ampere GA102 whitepaper. Not the A10G: "
-            "AWS's variant has no NVIDIA datasheet, so the registry does not guess its figures.",
-        ),
-        _spec(
-            "mi250x",
-            "MI250X",
-            bw=3276.8 * _G,
-            cap=128 * GIB,
-            l2=16 * _MB,
-            sms=220,
-            dense={"fp32": 95.7 * _T, "bf16": 383 * _T, "fp16": 383 * _T, "int8": 383 * _T},
-            sparse={},
-            source="AMD Instinct MI250X accelerator data sheet (2021)",
-            aliases=("amd mi250x", "instinct mi250x"),
-            memory_kind="HBM2e",
-            notes=_MI250_NOTE.format(vector="47.9", cus=220),
-        ),
-        _spec(
-            "mi250",
-            "MI250",
-            bw=3276.8 * _G,
-            cap=128 * GIB,
-            l2=16 * _MB,
-            sms=208,
-            dense={"fp32": 90.5 * _T, "bf16": 362.1 * _T, "fp16": 362.1 * _T, "int8": 362.1 * _T},
-            sparse={},
-            source="AMD Instinct MI250 accelerator data sheet (2021)",
-            aliases=("amd mi250", "instinct mi250"),
-            memory_kind="HBM2e",
-            notes=_MI250_NOTE.format(vector="45.3", cus=208),
-        ),
-        _spec(
-            "mi300x",
-            "MI300X",
-            bw=5.3 * _T,
-            cap=192 * GIB,
-            l2=None,
-            sms=304,
-            dense={
-                "fp32": 163.4 * _T,
-                "tf32": 653.7 * _T,
-                "bf16": 1307.4 * _T,
-                "fp16": 1307.4 * _T,
-                "fp8": 2614.9 * _T,
-                "int8": 2614.9 * _T,
-            },
-            sparse=_MI300X_SPARSE,
-            source="AMD Instinct MI300X accelerator data sheet (2023)",
-            aliases=("amd mi300x", "instinct mi300x"),
-            memory_kind="HBM3",
-            notes="Dense and sparse matrix figures both as printed (the sparse ones are twice the "
-            "dense to the data sheet's rounding); fp32 is its "
-            "FP32 vector/matrix peak. sm_count holds the 304 compute units. l2_bytes is None: the "
-            "part has 4 MB of L2 per compute die and a 256 MB memory-side Infinity Cache, not one L2.",
-        ),
-        _spec(
-            "tpu-v4",
-            "TPU v4",
-            bw=1200 * _G,
-            cap=32 * GIB,
-            l2=None,
-            sms=None,
-            dense={"bf16": 275 * _T, "int8": 275 * _T},
-            sparse={},
-            source="Google Cloud TPU documentation, TPU v4 system architecture: per-chip figures",
-            aliases=("tpuv4", "tpu v4", "v4"),
-            memory_kind="HBM2",
-            notes="Google prints dense figures only (no structured-sparsity rates). Per chip (two "
-            "TensorCores); a pod slice multiplies them by its chip count. No L2 in the GPU sense.",
-        ),
-        _spec(
-            "tpu-v5e",
-            "TPU v5e",
-            bw=819 * _G,
-            cap=16 * GIB,
-            l2=None,
-            sms=None,
-            dense={"bf16": 197 * _T, "int8": 394 * _T},
-            sparse={},
-            source="Google Cloud TPU documentation, TPU v5e system architecture: per-chip figures",
-            aliases=("tpuv5e", "tpu v5e", "v5e", "tpu v5 lite"),
-            memory_kind="HBM2",
-            notes="Google prints dense figures only. One TensorCore per chip.",
-        ),
-    )
-}
+
+_REGISTRY: dict[str, GPUSpec] = _load_registry()
 
 _GPUS = _Registry(_REGISTRY, what="GPU", example="H100")
 
@@ -608,6 +370,6 @@ def match_gpu(device_name: str) -> GPUSpec:
             except ValueError:
                 continue
     raise ValueError(
-        f"GPU {device_name!r} is not in the registry; add its datasheet to roofline_lib/core/hardware.py "
+        f"GPU {device_name!r} is not in the registry; add its datasheet to roofline_lib/core/data/gpus.json "
         f"first (known: {', '.join(known_gpus())})"
     )

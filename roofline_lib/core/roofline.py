@@ -136,10 +136,10 @@ class Roof:
 
     @classmethod
     def measured(cls, ceilings) -> "Roof":
-        """The roof measured on this machine, from a :class:`~roofline_lib.evidence.measure.MeasuredCeilings`."""
+        """The roof measured on this machine, from a :class:`~roofline_lib.evidence.measured_roofs.MeasuredCeilings`."""
         if not (hasattr(ceilings, "flops_per_s") and hasattr(ceilings, "bytes_per_s")):
             raise TypeError(
-                "ceilings must be a MeasuredCeilings (measure.measure_ceilings()), "
+                "ceilings must be a MeasuredCeilings (measured_roofs.measure_ceilings()), "
                 f"got {type(ceilings).__name__} {ceilings!r}"
             )
         where = getattr(ceilings, "device_name", "this machine")
@@ -228,7 +228,7 @@ def roof(source, precision: str = "bf16", memory: str = "hbm") -> Roof:
 
     ``source`` may be a :class:`Roof` (returned as is), a registry GPU (a :class:`GPUSpec` or a
     name; ``precision`` and ``memory`` then choose its roofs) or measured ceilings
-    (:class:`~roofline_lib.evidence.measure.MeasuredCeilings`).
+    (:class:`~roofline_lib.evidence.measured_roofs.MeasuredCeilings`).
     """
     if isinstance(source, Roof):
         return source

@@ -534,20 +534,39 @@ def run_demo(name: str, gpu, *, bytes_per_s=None, shape=None, dtype="bf16", seed
     ``bytes_per_s`` (the datasheet's when not given) and ``gpu``'s fp32 peak. The row passes the
     plausibility guard against ``gpu``'s datasheet roofs before it is returned.
     """
-    from .measure import has_cuda, time_fn
+    from .measure import time_fn
 
     demo = _demo(name)
     spec = as_gpu(gpu)
+    _require_compiled_gpu()
+    dt = _torch_dtype(dtype)
+    shape = _shape(demo, demo.gpu_shape if shape is None else shape)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    inputs = demo.make_inputs(shape, dt, "cuda", gen)
+    fastest = _fastest_config(demo, inputs, dt)
+    torch_timing = time_fn(lambda: demo.torch_fn(*inputs), device="cuda")
+    roof = spec.hbm_bytes_per_s if bytes_per_s is None else _positive(bytes_per_s, "bytes_per_s", "bytes per second")
+    source = "datasheet HBM bandwidth" if bytes_per_s is None else "measured copy bandwidth"
+    row = _demo_row(demo, spec, shape, dt, roof=(roof, source), fastest=fastest, torch_timing=torch_timing)
+    row.check(spec)
+    return row
+
+
+def _require_compiled_gpu() -> None:
+    """Refuse to time interpreted kernels, or kernels on a machine without a CUDA GPU."""
+    from .measure import has_cuda
+
     if INTERPRETED or not has_cuda():
         raise RuntimeError(
             "run_demo times compiled kernels on a CUDA GPU; "
             + ("TRITON_INTERPRET=1 is set, so these kernels are interpreted" if INTERPRETED else "torch sees no GPU")
             + ". Use check_demo for correctness alone."
         )
-    dt = _torch_dtype(dtype)
-    shape = _shape(demo, demo.gpu_shape if shape is None else shape)
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    inputs = demo.make_inputs(shape, dt, "cuda", gen)
+
+
+def _fastest_config(demo: Demo, inputs, dt: torch.dtype):
+    """Every launch config checked against the torch reference and timed: (max error, fastest config, its timing)."""
+    from .measure import time_fn
 
     want = demo.torch_fn(*inputs)
     worst, best = 0.0, None
@@ -558,15 +577,23 @@ def run_demo(name: str, gpu, *, bytes_per_s=None, shape=None, dtype="bf16", seed
             best = (config, timing)
     del want
     config, timing = best
-    torch_timing = time_fn(lambda: demo.torch_fn(*inputs), device="cuda")
+    return worst, config, timing
 
+
+def _demo_row(demo: Demo, spec, shape, dt: torch.dtype, *, roof, fastest, torch_timing) -> KernelMeasurement:
+    """The record row: the fused kernel's counts and times beside the time its roof predicts.
+
+    ``roof`` is (memory roof in bytes/s, where it came from); ``fastest`` is what
+    :func:`_fastest_config` returns.
+    """
+    roof, source = roof
+    worst, config, timing = fastest
     e = bytes_per_element(_DTYPE_NAMES[dt])
     fused = demo.count(shape, e)
     unfused = demo.unfused_count(shape, e)
-    roof = spec.hbm_bytes_per_s if bytes_per_s is None else _positive(bytes_per_s, "bytes_per_s", "bytes per second")
     # gpu's fp32 (CUDA-core) peak beside the memory roof in use: element-wise work runs there
     time_roof = Roof(spec.peak_flops_per_s(demo.compute_precision), roof, f"{spec.name} ({demo.compute_precision})")
-    row = KernelMeasurement(
+    return KernelMeasurement(
         name=demo.name,
         shape=shape,
         dtype=_DTYPE_NAMES[dt],
@@ -576,7 +603,7 @@ def run_demo(name: str, gpu, *, bytes_per_s=None, shape=None, dtype="bf16", seed
         best_seconds=timing.min_s,
         predicted_seconds=time_roof.seconds(fused.flops, fused.bytes_moved),
         memory_roof_bytes_per_s=roof,
-        memory_roof_source="datasheet HBM bandwidth" if bytes_per_s is None else "measured copy bandwidth",
+        memory_roof_source=source,
         compute_precision=demo.compute_precision,
         torch_seconds=torch_timing.median_s,
         torch_bytes_moved=float(unfused.bytes_moved),
@@ -584,5 +611,3 @@ def run_demo(name: str, gpu, *, bytes_per_s=None, shape=None, dtype="bf16", seed
         config=dict(config),
         method=timing.method,
     )
-    row.check(spec)
-    return row

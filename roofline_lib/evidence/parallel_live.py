@@ -1,8 +1,7 @@
 """Data, fully sharded and tensor parallelism measured live with torch.distributed on this machine.
 
 :func:`measure_parallel` starts ``n_ranks`` local processes (gloo on CPU tensors, rendezvous through
-a file, sockets on the loopback interface, as :func:`~roofline_lib.workloads.comms.measure_collectives`
-starts its ranks) and trains one small residual MLP three ways, a few Adam steps each:
+a file, sockets on the loopback interface: :mod:`~roofline_lib.evidence.local_ranks`) and trains one small residual MLP three ways, a few Adam steps each:
 
 * **DDP**: ``DistributedDataParallel``, every rank a whole replica (ZeRO stage 0);
 * **FSDP**: ``torch.distributed.fsdp.fully_shard`` on every block and on the root (ZeRO-3);
@@ -24,14 +23,17 @@ one shard, so its wire carries more than the collective issued. Both counts are 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
+import time
 from dataclasses import dataclass
 
 from ..core.checks import _positive, _positive_int
 from ..workloads.comms import collective_bytes_per_rank
 from ..workloads.parallel import data_parallel_bytes, tensor_parallel_bytes
 from ..workloads.train_memory import zero_memory
+from .local_ranks import _join_group, _loopback_env, _run_script
 
 __all__ = ["LiveRun", "LiveMeasurement", "ParallelComparison", "compare_parallel", "measure_parallel"]
 
@@ -129,37 +131,14 @@ class ParallelComparison:
         return self.measured_state_bytes / self.predicted_state_bytes
 
 
-def _worker_main(argv=None) -> None:
-    """One rank: build the model, train it DDP, FSDP and TP, print what it measured as JSON.
+# ---------------------------------------------------------------------------------- on each rank
 
-    Started by :func:`measure_parallel` as ``python -c <this function's source>`` with its settings
-    as JSON in ``argv[1]``; it imports only the standard library and torch.
-    """
-    import datetime
-    import json
-    import os
-    import sys
-    import time
 
-    cfg = json.loads((argv or sys.argv)[1])
-    rank, n = cfg["rank"], cfg["n_ranks"]
-    os.environ["OMP_NUM_THREADS"] = "1"
+def _residual_mlp(d: int, f: int, blocks: int):
+    """The same model on every rank: a ``d x d`` input layer, then ``blocks`` residual blocks
+    ``d -> f -> d`` with a GELU between."""
     import torch
-    import torch.distributed as dist
     from torch import nn
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-    from torch.nn.parallel import DistributedDataParallel
-    from torch.profiler import ProfilerActivity, profile
-
-    torch.set_num_threads(1)
-    timeout = datetime.timedelta(seconds=cfg["timeout_s"])
-    store = dist.FileStore(cfg["store_path"], n)
-    store.set_timeout(timeout)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=n, timeout=timeout)
-    mesh = init_device_mesh("cpu", (n,))
-    d, f, blocks, tokens = cfg["d_model"], cfg["d_ff"], cfg["n_blocks"], cfg["tokens"]
 
     class Block(nn.Module):
         def __init__(self):
@@ -169,75 +148,148 @@ def _worker_main(argv=None) -> None:
         def forward(self, x):
             return x + self.down(self.act(self.up(x)))
 
-    def build():
-        torch.manual_seed(0)  # the same weights on every rank
-        return nn.Sequential(nn.Linear(d, d), *[Block() for _ in range(blocks)])
+    torch.manual_seed(0)  # the same weights on every rank
+    return nn.Sequential(nn.Linear(d, d), *[Block() for _ in range(blocks)])
 
-    def local(t):
-        return t.to_local() if hasattr(t, "to_local") else t
 
-    def nbytes(tensors):
-        return sum(local(t).numel() * local(t).element_size() for t in tensors if t is not None)
+def _wrapped(mode: str, model, mesh, blocks: int):
+    """``model`` made DDP, FSDP (every block and the root) or TP (Megatron's MLP split)."""
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    from torch.nn.parallel import DistributedDataParallel
 
-    def wrap(mode, model):
-        if mode == "ddp":
-            return DistributedDataParallel(model)
-        if mode == "fsdp":
-            for m in model:
-                fully_shard(m, mesh=mesh)
-            return fully_shard(model, mesh=mesh)
-        plan = {f"{i + 1}.up": ColwiseParallel() for i in range(blocks)}
-        plan.update({f"{i + 1}.down": RowwiseParallel() for i in range(blocks)})
-        return parallelize_module(model, mesh, plan)
+    if mode == "ddp":
+        return DistributedDataParallel(model)
+    if mode == "fsdp":
+        for m in model:
+            fully_shard(m, mesh=mesh)
+        return fully_shard(model, mesh=mesh)
+    plan = {f"{i + 1}.up": ColwiseParallel() for i in range(blocks)}
+    plan.update({f"{i + 1}.down": RowwiseParallel() for i in range(blocks)})
+    return parallelize_module(model, mesh, plan)
 
-    gen = torch.Generator().manual_seed(1 + (rank if cfg["shard_data"] else 0))
-    results = {}
-    for mode in cfg["modes"]:
-        model = wrap(mode, build())
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        x = torch.randn(tokens, d, generator=gen)
-        if mode == "tp":  # every TP rank sees the same tokens
-            dist.broadcast(x, 0)
 
-        def step():
-            loss = model(x).pow(2).mean()
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=False)
+def _local_bytes(tensors) -> int:
+    """Bytes of the tensors this rank holds (a DTensor's local shard)."""
+    local = [t.to_local() if hasattr(t, "to_local") else t for t in tensors if t is not None]
+    return sum(t.numel() * t.element_size() for t in local)
 
-        for _ in range(cfg["warmup"]):
-            step()
-        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-            step()
-        events = sorted(prof.events(), key=lambda e: e.time_range.start)
-        calls, issued = [], None
-        for e in events:
-            if e.name.startswith("c10d::"):
-                issued = e.name
-            elif e.name.startswith("gloo:") and e.input_shapes and e.input_shapes[0]:
-                numel = 1
-                for s in e.input_shapes[0]:
-                    numel *= s
-                calls.append([issued, e.name[len("gloo:") :], numel])
-        dist.barrier()
-        start = time.perf_counter()
-        for _ in range(cfg["steps"]):
-            step()
-        dist.barrier()
-        seconds = (time.perf_counter() - start) / cfg["steps"]
-        params = list(model.parameters())
-        results[mode] = {
-            "n_params": sum(p.numel() for p in params),  # DTensors count their global size
-            "param_bytes": nbytes(params),
-            "grad_bytes": nbytes(p.grad for p in params),
-            "optimizer_bytes": nbytes(v for s in opt.state.values() for k, v in s.items() if k != "step"),
-            "step_seconds": seconds,
-            "collectives": calls,
-            "element_bytes": 4,  # float32 throughout
-        }
+
+def _profiled_collectives(step) -> list:
+    """Run ``step`` once under the profiler: [c10d operation issued, gloo call that ran it, elements
+    of the tensor gloo was given] per collective call."""
+    import math
+
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        step()
+    calls, issued = [], None
+    for e in sorted(prof.events(), key=lambda e: e.time_range.start):
+        if e.name.startswith("c10d::"):
+            issued = e.name
+        elif e.name.startswith("gloo:") and e.input_shapes and e.input_shapes[0]:
+            calls.append([issued, e.name[len("gloo:") :], math.prod(e.input_shapes[0])])
+    return calls
+
+
+def _train(mode: str, cfg: dict, mesh, gen) -> dict:
+    """Train one way a few Adam steps; what this rank holds, its step time and one step's collectives."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    model = _wrapped(mode, _residual_mlp(cfg["d_model"], cfg["d_ff"], cfg["n_blocks"]), mesh, cfg["n_blocks"])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(cfg["tokens"], cfg["d_model"], generator=gen)
+    if mode == "tp":  # every TP rank sees the same tokens
+        dist.broadcast(x, 0)
+
+    def step():
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+
+    for _ in range(cfg["warmup"]):
+        step()
+    calls = _profiled_collectives(step)
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(cfg["steps"]):
+        step()
+    dist.barrier()
+    params = list(model.parameters())
+    return {
+        "n_params": sum(p.numel() for p in params),  # DTensors count their global size
+        "param_bytes": _local_bytes(params),
+        "grad_bytes": _local_bytes(p.grad for p in params),
+        "optimizer_bytes": _local_bytes(v for s in opt.state.values() for k, v in s.items() if k != "step"),
+        "step_seconds": (time.perf_counter() - start) / cfg["steps"],
+        "collectives": calls,
+        "element_bytes": 4,  # float32 throughout
+    }
+
+
+def _worker_main(argv=None) -> None:
+    """One rank: build the model, train it DDP, FSDP and TP, print what it measured as JSON.
+
+    Started by :func:`measure_parallel` with its settings as JSON in ``argv[1]``.
+    """
+    import json
+    import sys
+
+    cfg = json.loads((argv or sys.argv)[1])
+    dist = _join_group(cfg, "gloo")
+    import torch
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (cfg["n_ranks"],))
+    gen = torch.Generator().manual_seed(1 + (cfg["rank"] if cfg["shard_data"] else 0))
+    results = {mode: _train(mode, cfg, mesh, gen) for mode in cfg["modes"]}
     dist.barrier()
     dist.destroy_process_group()
     print(json.dumps(results), flush=True)
+
+
+_RANK_SCRIPT = (_join_group, _residual_mlp, _wrapped, _local_bytes, _profiled_collectives, _train, _worker_main)
+
+# ---------------------------------------------------------------------------------- the caller
+
+
+def _model_sizes(d_model, d_ff, n_blocks, tokens, n_ranks) -> tuple[dict, int]:
+    """The model's sizes and the ranks, refused before any process starts."""
+    sizes = {
+        "d_model": _positive_int(d_model, "d_model", "features"),
+        "d_ff": _positive_int(d_ff, "d_ff", "features"),
+        "n_blocks": _positive_int(n_blocks, "n_blocks", "blocks"),
+        "tokens": _positive_int(tokens, "tokens", "tokens per rank"),
+    }
+    n = _positive_int(n_ranks, "n_ranks", "processes")
+    if n != 2:
+        raise ValueError(f"n_ranks must be 2 (the tensor-parallel split is 2-way), got {n_ranks!r}")
+    if sizes["d_ff"] % n:
+        raise ValueError(f"d_ff must split evenly over the {n} ranks, got {d_ff!r} features")
+    return sizes, n
+
+
+def _live_runs(payload: dict, n: int) -> dict:
+    """Rank 0's JSON, one LiveRun per mode; each collective named as the framework issued it."""
+    return {
+        mode: LiveRun(
+            mode=mode,
+            n_ranks=n,
+            n_params=int(r["n_params"]),
+            param_bytes=int(r["param_bytes"]),
+            grad_bytes=int(r["grad_bytes"]),
+            optimizer_bytes=int(r["optimizer_bytes"]),
+            step_seconds=float(r["step_seconds"]),
+            collectives=tuple((_ISSUED.get(c[0], c[1]), c[1], int(c[2])) for c in r["collectives"]),
+            element_bytes=int(r["element_bytes"]),
+        )
+        for mode, r in payload.items()
+    }
 
 
 def measure_parallel(
@@ -254,38 +306,14 @@ def measure_parallel(
     """Train a residual MLP DDP, FSDP and 2-way TP on ``n_ranks`` local gloo processes (module
     docstring). ``tokens`` rows of width ``d_model`` per rank and step; ``n_blocks`` blocks of
     ``d_model -> d_ff -> d_model`` after one ``d_model x d_model`` input layer. A few seconds."""
-    import inspect
-    import json
-    import shutil
-    import tempfile
-    import time
-
     import torch
 
-    from ..workloads.comms import _loopback_interface, _run_local_ranks
-
-    sizes = {
-        "d_model": _positive_int(d_model, "d_model", "features"),
-        "d_ff": _positive_int(d_ff, "d_ff", "features"),
-        "n_blocks": _positive_int(n_blocks, "n_blocks", "blocks"),
-        "tokens": _positive_int(tokens, "tokens", "tokens per rank"),
-    }
-    n = _positive_int(n_ranks, "n_ranks", "processes")
-    if n != 2:
-        raise ValueError(f"n_ranks must be 2 (the tensor-parallel split is 2-way), got {n_ranks!r}")
-    if sizes["d_ff"] % n:
-        raise ValueError(f"d_ff must split evenly over the {n} ranks, got {d_ff!r} features")
+    sizes, n = _model_sizes(d_model, d_ff, n_blocks, tokens, n_ranks)
     timeout = _positive(timeout_s, "timeout_s", "seconds")
-    loopback = _loopback_interface()
-    if loopback is None:
-        raise RuntimeError("no loopback network interface ('lo' or 'lo0') found: the ranks talk over 127.0.0.1 only")
-    folder = tempfile.mkdtemp(prefix="roofline-parallel-")
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME=loopback)
-    code = inspect.getsource(_worker_main) + "\n_worker_main()\n"
+    env = _loopback_env("the ranks talk over 127.0.0.1 only")
     base = {
         **sizes,
         "n_ranks": n,
-        "store_path": os.path.join(folder, "store"),
         "modes": list(MODES),
         "steps": _positive_int(steps, "steps", "steps"),
         "warmup": _positive_int(warmup, "warmup", "steps"),
@@ -293,25 +321,8 @@ def measure_parallel(
         "shard_data": True,
     }
     started = time.perf_counter()
-    try:
-        printed = _run_local_ranks(code, [{**base, "rank": rank} for rank in range(n)], folder, env, timeout)[0]
-        payload = json.loads(printed.strip().splitlines()[-1])
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    runs = {
-        mode: LiveRun(
-            mode=mode,
-            n_ranks=n,
-            n_params=int(r["n_params"]),
-            param_bytes=int(r["param_bytes"]),
-            grad_bytes=int(r["grad_bytes"]),
-            optimizer_bytes=int(r["optimizer_bytes"]),
-            step_seconds=float(r["step_seconds"]),
-            collectives=tuple((_ISSUED.get(c[0], c[1]), c[1], int(c[2])) for c in r["collectives"]),
-            element_bytes=int(r["element_bytes"]),
-        )
-        for mode, r in payload.items()
-    }
+    configs = [{**base, "rank": rank} for rank in range(n)]
+    runs = _live_runs(json.loads(_run_script(_RANK_SCRIPT, configs, "roofline-parallel-", env, timeout)), n)
     return LiveMeasurement(
         runs=runs,
         model={**sizes, "n_params": runs["ddp"].n_params},

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ..core.formatting import to_unit
 from ..core.roofline import Roof
 from .records import GPURecord, KernelMeasurement
 
@@ -112,60 +113,83 @@ def check_targets(record: GPURecord) -> tuple[Target, ...]:
       memory roof;
     * each memory-bound kernel's best time within 15 % of its prediction (made from that roof).
     """
-    spec = record.spec
-    out = []
     roof = record.copy.best_bytes_per_s
-    copy_fraction = roof / spec.hbm_bytes_per_s
-    out.append(
-        Target(
-            "copy bandwidth",
-            copy_fraction,
-            _COPY_TARGET,
-            copy_fraction >= _COPY_TARGET,
-            f"{roof / 1e12:.3g} TB/s best ({record.copy.kernel}) = {copy_fraction:.1%} of the datasheet "
-            f"{spec.hbm_bytes_per_s / 1e12:.3g} TB/s (target {_COPY_TARGET:.0%})",
-        )
-    )
-    gemm = record.best_gemm("bf16")
-    peak = spec.peak_flops_per_s("bf16")
-    gemm_fraction = gemm.best_flops_per_s / peak
-    out.append(
-        Target(
-            "bf16 GEMM",
-            gemm_fraction,
-            _GEMM_TARGET,
-            gemm_fraction >= _GEMM_TARGET,
-            f"{gemm.best_flops_per_s / 1e12:.4g} TFLOP/s best at {gemm.m}x{gemm.n}x{gemm.k} = {gemm_fraction:.1%} "
-            f"of the dense {peak / 1e12:.4g} TFLOP/s (target {_GEMM_TARGET:.0%})",
-        )
-    )
+    out = [_copy_target(record), _gemm_target(record)]
     for k in record.kernels:
-        best_rate = k.bytes_moved / k.best_seconds
-        if k.name != "copy":
-            fraction = best_rate / roof
-            out.append(
-                Target(
-                    f"{k.name} bandwidth",
-                    fraction,
-                    _FUSED_TARGET,
-                    fraction >= _FUSED_TARGET,
-                    f"{best_rate / 1e12:.3g} TB/s best = {fraction:.1%} of the best measured memory roof "
-                    f"{roof / 1e12:.3g} TB/s (target {_FUSED_TARGET:.0%})",
-                )
-            )
-        if Roof.of_gpu(spec, k.compute_precision).bound(k.intensity) == "memory":  # the one verdict
-            error = (k.best_seconds - k.predicted_seconds) / k.predicted_seconds
-            out.append(
-                Target(
-                    f"{k.name} prediction",
-                    abs(error),
-                    _PREDICTION_BAND,
-                    abs(error) <= _PREDICTION_BAND,
-                    f"best {k.best_seconds * 1e6:.4g} us vs predicted {k.predicted_seconds * 1e6:.4g} us "
-                    f"({error:+.1%}; band +/-{_PREDICTION_BAND:.0%})",
-                )
-            )
+        out.extend(_kernel_targets(record, k, roof))
     return tuple(out)
+
+
+def _copy_target(record: GPURecord) -> Target:
+    """Best memory-roof bandwidth against the datasheet HBM bandwidth."""
+    spec, roof = record.spec, record.copy.best_bytes_per_s
+    fraction = roof / spec.hbm_bytes_per_s
+    return Target(
+        "copy bandwidth",
+        fraction,
+        _COPY_TARGET,
+        fraction >= _COPY_TARGET,
+        f"{_tb_s(roof)} TB/s best ({record.copy.kernel}) = {fraction:.1%} of the datasheet "
+        f"{_tb_s(spec.hbm_bytes_per_s)} TB/s (target {_COPY_TARGET:.0%})",
+    )
+
+
+def _gemm_target(record: GPURecord) -> Target:
+    """Best bf16 GEMM against the datasheet dense bf16 peak."""
+    gemm = record.best_gemm("bf16")
+    peak = record.spec.peak_flops_per_s("bf16")
+    fraction = gemm.best_flops_per_s / peak
+    return Target(
+        "bf16 GEMM",
+        fraction,
+        _GEMM_TARGET,
+        fraction >= _GEMM_TARGET,
+        f"{_tflop_s(gemm.best_flops_per_s)} TFLOP/s best at {gemm.m}x{gemm.n}x{gemm.k} = {fraction:.1%} "
+        f"of the dense {_tflop_s(peak)} TFLOP/s (target {_GEMM_TARGET:.0%})",
+    )
+
+
+def _kernel_targets(record: GPURecord, k: KernelMeasurement, roof: float) -> list[Target]:
+    """A fused kernel's bandwidth against the measured roof; a memory-bound one's time against its prediction."""
+    out = []
+    if k.name != "copy":
+        best_rate = k.bytes_moved / k.best_seconds
+        fraction = best_rate / roof
+        out.append(
+            Target(
+                f"{k.name} bandwidth",
+                fraction,
+                _FUSED_TARGET,
+                fraction >= _FUSED_TARGET,
+                f"{_tb_s(best_rate)} TB/s best = {fraction:.1%} of the best measured memory roof "
+                f"{_tb_s(roof)} TB/s (target {_FUSED_TARGET:.0%})",
+            )
+        )
+    if Roof.of_gpu(record.spec, k.compute_precision).bound(k.intensity) == "memory":  # the one verdict
+        error = (k.best_seconds - k.predicted_seconds) / k.predicted_seconds
+        out.append(
+            Target(
+                f"{k.name} prediction",
+                abs(error),
+                _PREDICTION_BAND,
+                abs(error) <= _PREDICTION_BAND,
+                f"best {_us(k.best_seconds)} us vs predicted {_us(k.predicted_seconds)} us "
+                f"({error:+.1%}; band +/-{_PREDICTION_BAND:.0%})",
+            )
+        )
+    return out
+
+
+def _tb_s(bytes_per_s: float) -> str:
+    return f"{to_unit(bytes_per_s, 'TB/s'):.3g}"
+
+
+def _tflop_s(flops_per_s: float) -> str:
+    return f"{to_unit(flops_per_s, 'TFLOP/s'):.4g}"
+
+
+def _us(seconds: float) -> str:
+    return f"{to_unit(seconds, 'us'):.4g}"
 
 
 def describe_record(record: GPURecord) -> str:
@@ -180,20 +204,20 @@ def describe_record(record: GPURecord) -> str:
     lines = [record.label]
     copy_rate = record.copy.best_bytes_per_s
     lines.append(
-        f"copy: {copy_rate / 1e12:.3g} TB/s best, {copy_rate / spec.hbm_bytes_per_s:.0%} of the "
-        f"datasheet {spec.hbm_bytes_per_s / 1e12:.3g} TB/s ({record.copy.method})"
+        f"copy: {_tb_s(copy_rate)} TB/s best, {copy_rate / spec.hbm_bytes_per_s:.0%} of the "
+        f"datasheet {_tb_s(spec.hbm_bytes_per_s)} TB/s ({record.copy.method})"
     )
     for precision in sorted({g.precision for g in record.gemm}):
         best = record.best_gemm(precision)
         peak = spec.peak_flops_per_s(precision)
         lines.append(
-            f"{precision} GEMM {best.m}x{best.n}x{best.k}: {best.best_flops_per_s / 1e12:.4g} TFLOP/s, "
-            f"{best.best_flops_per_s / peak:.0%} of the dense {peak / 1e12:.4g} TFLOP/s ({best.method})"
+            f"{precision} GEMM {best.m}x{best.n}x{best.k}: {_tflop_s(best.best_flops_per_s)} TFLOP/s, "
+            f"{best.best_flops_per_s / peak:.0%} of the dense {_tflop_s(peak)} TFLOP/s ({best.method})"
         )
     for k in record.kernels:
         lines.append(
-            f"kernel {k.name} {k.dtype} {'x'.join(map(str, k.shape))}: {k.seconds * 1e6:.4g} us "
-            f"measured, {k.predicted_seconds * 1e6:.4g} us predicted"
+            f"kernel {k.name} {k.dtype} {'x'.join(map(str, k.shape))}: {_us(k.seconds)} us "
+            f"measured, {_us(k.predicted_seconds)} us predicted"
         )
     lines.extend(str(target) for target in check_targets(record))
     return "\n".join(lines)

@@ -1,6 +1,6 @@
 """FLOPs and minimum bytes of one recorded op call, from the shapes and dtypes torch's profiler records.
 
-The playbook's triage (:mod:`roofline_lib.evidence.diagnose`) places each op by these counts. The
+The playbook's triage (:mod:`roofline_lib.evidence.triage`) places each op by these counts. The
 formulas are the library's (:mod:`roofline_lib.core.ops`) where it has them; the ones for layers that
 dominate real training and inference runs but are not transformer blocks -- convolution, batch
 and group norm, embedding lookups (``index_select``), LSTM layers, ``cat`` and copies, attention
@@ -154,6 +154,7 @@ def count_op(name: str, shapes, dtypes, concrete=None) -> tuple[float, float, st
 
 
 def _count(name: str, shapes, dtypes, concrete=None):
+    """``(count, family, precision)`` of one call, or None: no formula, or shapes that do not fit one."""
     namespace, _, op = name.partition("::")
     if namespace != "aten":
         return None
@@ -162,16 +163,8 @@ def _count(name: str, shapes, dtypes, concrete=None):
         return _NOTHING, "no data", None
     shapes = list(shapes or ())
     dtypes = list(dtypes or ())
-    if op in _CONCAT:  # a TensorList in, one tensor out: every element read once and written once
-        try:
-            n = sum(_numel(s) for s in shapes[0])
-        except (IndexError, TypeError, ValueError):
-            return None
-        if not shapes[0]:  # the list's shapes were not recorded
-            return None
-        if not n:  # empty tensors: nothing to move
-            return _NOTHING, "no data", None
-        return ops.OpCount(0, 2 * n * _LIST_BYTES), "copy", None
+    if op in _CONCAT:
+        return _concat(shapes)
     tensors = [
         (list(s), _DTYPES[t][0], _DTYPES[t][1])
         for s, t in zip(shapes, dtypes)
@@ -179,77 +172,127 @@ def _count(name: str, shapes, dtypes, concrete=None):
     ]
     if not tensors:
         return None
-    shape0, e, _ = tensors[0]
     precision = next((p for _, _, p in tensors if p is not None), None)
+    counter = _counter(op)
+    if counter is None:
+        return None
     try:
-        if op in _MATMUL:
-            mats = tensors[1:] if op.startswith(("add", "badd")) else tensors
-            (a, ea, _), (b, _, _) = mats[0], mats[1]
-            if op in ("mv", "addmv"):
-                count = ops.gemv(a[0], a[1], ea)
-            else:
-                batch = a[0] if len(a) == 3 else 1
-                m, k, n = a[-2], a[-1], b[-1]
-                one = ops.gemm(m, n, k, ea)
-                count = ops.OpCount(batch * one.flops, batch * one.bytes_moved)
-            if op.startswith(("add", "badd")):  # the added input: read once, one add per output
-                bias, eb, _ = tensors[0]
-                out = count.flops / (2 * (a[-1] if op not in ("mv", "addmv") else a[1]))
-                count = count + ops.OpCount(out, _numel(bias) * eb)
-            return count, "matmul", precision
-        if op in _ELEMENTWISE or (op.endswith("_") and op[:-1] in _ELEMENTWISE):  # add_, clamp_min_: in place
-            inplace = op.endswith("_")
-            out_shape = shape0 if inplace else _broadcast([s for s, _, _ in tensors])
-            n_out = _numel(out_shape)
-            if op in _WRITE_ONLY:
-                return ops.OpCount(0, n_out * e), "elementwise", precision
-            if op == "copy_":
-                src, es, _ = tensors[1] if len(tensors) > 1 else tensors[0]
-                return ops.OpCount(0, _numel(src) * es + n_out * e), "elementwise", precision
-            reads = sum(_numel(s) * eb for s, eb, _ in tensors)
-            flops = 0 if op in ("clone", "contiguous", "_to_copy") else n_out
-            return ops.OpCount(flops, reads + n_out * e), "elementwise", precision
-        if op in _REDUCTIONS:
-            return ops.OpCount(_numel(shape0), _numel(shape0) * e), "reduction", precision
-        if op in _SOFTMAX:
-            cols = shape0[-1]
-            return ops.softmax(_numel(shape0) // cols, cols, e), "softmax", precision
-        if op in _LAYERNORM or op in _RMSNORM:
-            d = shape0[-1]
-            rows = _numel(shape0) // d
-            count = ops.layernorm(rows, d, e) if op in _LAYERNORM else ops.rmsnorm(rows, d, e)
-            return count, "norm", precision
-        if op in _ATTENTION or op in _ATTENTION_BSHD or op in _ATTENTION_BACKWARD:
-            first = 1 if op in _ATTENTION_BACKWARD and op != "_scaled_dot_product_cudnn_attention_backward" else 0
-            q, k = tensors[first][0], tensors[first + 1][0]
-            if op in _ATTENTION_BSHD:  # (batch, seq, heads, head_dim) -> (batch, heads, seq, head_dim)
-                q, k = [q[0], q[2], q[1], q[3]], [k[0], k[2], k[1], k[3]]
-            b, h, sq, dh = q
-            sk = k[-2]
-            flops = ops.attention_flops(b, h, sq, sk, dh)
-            moved = ops.attention_bytes_fused(b, h, sq, sk, dh, e, kv_heads=k[1])
-            if op in _ATTENTION_BACKWARD:
-                return ops.OpCount(_BACKWARD_FLOPS * flops, 2 * moved), "attention", precision
-            return ops.OpCount(flops, moved), "attention", precision
-        if op in _GATHER:  # rows looked up: read once and written once, and the indices read
-            (weight, ew, _), (idx, ei, _) = tensors[0], tensors[1]
-            rows = _numel(idx) * _numel(weight[1:])
-            return ops.OpCount(0, 2 * rows * ew + _numel(idx) * ei), "embedding", precision
-        if op in _CONV:
-            return _conv(op, shapes, tensors, concrete), "conv", precision
-        if op in _BATCHNORM or op in _GROUPNORM:
-            # LayerNorm's steps per element (mean, variance, normalise, scale and shift); reads x
-            # and writes y once, and reads the channel vectors: weight, bias and, for batch
-            # norm, the running mean and variance
-            channels = shape0[1]
-            n = _numel(shape0)
-            vectors = 4 if op in _BATCHNORM else 2
-            count = ops.OpCount(ops.LAYERNORM_FLOPS_PER_ELEM * n, (2 * n + vectors * channels) * e)
-            return count, "norm", precision
-        if op in _LSTM_LAYER:
-            return _lstm_layer(tensors), "rnn", precision
+        count, family = counter(op, tensors, shapes, concrete)
     except (IndexError, ValueError, TypeError, ZeroDivisionError):
         return None  # shapes that do not fit the formula: better unclassified than wrong
+    return count, family, precision
+
+
+def _concat(shapes):
+    """cat and stack: a TensorList in, one tensor out -- every element read once and written once."""
+    try:
+        n = sum(_numel(s) for s in shapes[0])
+    except (IndexError, TypeError, ValueError):
+        return None
+    if not shapes[0]:  # the list's shapes were not recorded
+        return None
+    if not n:  # empty tensors: nothing to move
+        return _NOTHING, "no data", None
+    return ops.OpCount(0, 2 * n * _LIST_BYTES), "copy", None
+
+
+def _matmul(op, tensors, shapes, concrete):
+    """mm, bmm and mv (and their add- forms: the added input read once, one add per output)."""
+    mats = tensors[1:] if op.startswith(("add", "badd")) else tensors
+    (a, ea, _), (b, _, _) = mats[0], mats[1]
+    if op in ("mv", "addmv"):
+        count = ops.gemv(a[0], a[1], ea)
+    else:
+        batch = a[0] if len(a) == 3 else 1
+        m, k, n = a[-2], a[-1], b[-1]
+        one = ops.gemm(m, n, k, ea)
+        count = ops.OpCount(batch * one.flops, batch * one.bytes_moved)
+    if op.startswith(("add", "badd")):  # the added input: read once, one add per output
+        bias, eb, _ = tensors[0]
+        out = count.flops / (2 * (a[-1] if op not in ("mv", "addmv") else a[1]))
+        count = count + ops.OpCount(out, _numel(bias) * eb)
+    return count, "matmul"
+
+
+def _elementwise(op, tensors, shapes, concrete):
+    """One FLOP per output (none for copies and fills); every input read once, the output written once."""
+    shape0, e, _ = tensors[0]
+    inplace = op.endswith("_")
+    out_shape = shape0 if inplace else _broadcast([s for s, _, _ in tensors])
+    n_out = _numel(out_shape)
+    if op in _WRITE_ONLY:
+        return ops.OpCount(0, n_out * e), "elementwise"
+    if op == "copy_":
+        src, es, _ = tensors[1] if len(tensors) > 1 else tensors[0]
+        return ops.OpCount(0, _numel(src) * es + n_out * e), "elementwise"
+    reads = sum(_numel(s) * eb for s, eb, _ in tensors)
+    flops = 0 if op in ("clone", "contiguous", "_to_copy") else n_out
+    return ops.OpCount(flops, reads + n_out * e), "elementwise"
+
+
+def _reduction(op, tensors, shapes, concrete):
+    shape0, e, _ = tensors[0]
+    return ops.OpCount(_numel(shape0), _numel(shape0) * e), "reduction"
+
+
+def _softmax(op, tensors, shapes, concrete):
+    shape0, e, _ = tensors[0]
+    cols = shape0[-1]
+    return ops.softmax(_numel(shape0) // cols, cols, e), "softmax"
+
+
+def _norm(op, tensors, shapes, concrete):
+    """LayerNorm and RMSNorm over the last dimension."""
+    shape0, e, _ = tensors[0]
+    d = shape0[-1]
+    rows = _numel(shape0) // d
+    count = ops.layernorm(rows, d, e) if op in _LAYERNORM else ops.rmsnorm(rows, d, e)
+    return count, "norm"
+
+
+def _attention(op, tensors, shapes, concrete):
+    """Fused attention, forward or backward (:data:`_BACKWARD_FLOPS` of the forward, twice its bytes)."""
+    e = tensors[0][1]
+    first = 1 if op in _ATTENTION_BACKWARD and op != "_scaled_dot_product_cudnn_attention_backward" else 0
+    q, k = tensors[first][0], tensors[first + 1][0]
+    if op in _ATTENTION_BSHD:  # (batch, seq, heads, head_dim) -> (batch, heads, seq, head_dim)
+        q, k = [q[0], q[2], q[1], q[3]], [k[0], k[2], k[1], k[3]]
+    b, h, sq, dh = q
+    sk = k[-2]
+    flops = ops.attention_flops(b, h, sq, sk, dh)
+    moved = ops.attention_bytes_fused(b, h, sq, sk, dh, e, kv_heads=k[1])
+    if op in _ATTENTION_BACKWARD:
+        return ops.OpCount(_BACKWARD_FLOPS * flops, 2 * moved), "attention"
+    return ops.OpCount(flops, moved), "attention"
+
+
+def _gather(op, tensors, shapes, concrete):
+    """Rows looked up: read once and written once, and the indices read."""
+    (weight, ew, _), (idx, ei, _) = tensors[0], tensors[1]
+    rows = _numel(idx) * _numel(weight[1:])
+    return ops.OpCount(0, 2 * rows * ew + _numel(idx) * ei), "embedding"
+
+
+def _channel_norm(op, tensors, shapes, concrete):
+    """Batch and group norm: LayerNorm's steps per element (mean, variance, normalise, scale and
+    shift); reads x and writes y once, and reads the channel vectors: weight, bias and, for batch
+    norm, the running mean and variance."""
+    shape0, e, _ = tensors[0]
+    channels = shape0[1]
+    n = _numel(shape0)
+    vectors = 4 if op in _BATCHNORM else 2
+    return ops.OpCount(ops.LAYERNORM_FLOPS_PER_ELEM * n, (2 * n + vectors * channels) * e), "norm"
+
+
+def _counter(op: str):
+    """The formula that counts ``op``, in the order the families are tried; None: no formula."""
+    if op in _MATMUL:
+        return _matmul
+    if op in _ELEMENTWISE or (op.endswith("_") and op[:-1] in _ELEMENTWISE):  # add_, clamp_min_: in place
+        return _elementwise
+    for family, counter in _COUNTERS:
+        if op in family:
+            return counter
     return None
 
 
@@ -312,3 +355,24 @@ def _lstm_layer(tensors) -> ops.OpCount:
     flops = steps_and_batch * (2 * gates * (width + hidden) + _LSTM_CELL_FLOPS * hidden)
     weights = sum(_numel(s) * es for s, es, _ in tensors[1:5])
     return ops.OpCount(flops, _numel(x) * e + weights + steps_and_batch * hidden * e)
+
+
+def _conv_count(op, tensors, shapes, concrete):
+    return _conv(op, shapes, tensors, concrete), "conv"
+
+
+def _lstm_count(op, tensors, shapes, concrete):
+    return _lstm_layer(tensors), "rnn"
+
+
+#: The families after matmul and element-wise ops, in the order they are tried, and each one's formula.
+_COUNTERS = (
+    (_REDUCTIONS, _reduction),
+    (_SOFTMAX, _softmax),
+    (_LAYERNORM | _RMSNORM, _norm),
+    (_ATTENTION | _ATTENTION_BSHD | _ATTENTION_BACKWARD, _attention),
+    (_GATHER, _gather),
+    (_CONV, _conv_count),
+    (_BATCHNORM | _GROUPNORM, _channel_norm),
+    (_LSTM_LAYER, _lstm_count),
+)

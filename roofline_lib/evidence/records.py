@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
 from ..core.checks import _positive
+from ..core.formatting import to_unit
 from ..core.hardware import GPUSpec, as_gpu, bytes_per_element, known_gpus, match_gpu
 from ..core.ops import gemm as _gemm_count
 from ..core.roofline import check_plausible
@@ -103,70 +104,79 @@ class _Kind:
     non_empty: bool = False
 
     def load(self, value, where: str):
-        k = self.kind
-        if k == "string":  # any string, even empty
-            if not isinstance(value, str):
-                raise RecordError(f"{where} must be a string ({self.what}), got {value!r}")
-            return value
-        if k == "number":
+        """``value`` read from a record at ``where``, checked against this kind (RecordError if not)."""
+        loader = _LOADERS.get(self.kind)
+        if loader is None:  # pragma: no cover - a schema typo
+            raise AssertionError(f"unknown kind {self.kind!r}")
+        return loader(self, value, where)
+
+    def _string(self, value, where: str):  # any string, even empty
+        if not isinstance(value, str):
+            raise RecordError(f"{where} must be a string ({self.what}), got {value!r}")
+        return value
+
+    def _number(self, value, where: str):
+        try:
+            return _positive(value, where, self.what, allow_zero=self.allow_zero)
+        except (TypeError, ValueError) as err:
+            raise RecordError(str(err)) from None
+
+    def _whole(self, value, where: str):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < self.minimum:
+            raise RecordError(f"{where} must be a whole number >= {self.minimum} of {self.what}, got {value!r}")
+        return int(value)
+
+    def _text(self, value, where: str):  # "text" and "date"
+        if not isinstance(value, str) or not value.strip():
+            raise RecordError(f"{where} must be a non-empty string ({self.what}), got {value!r}")
+        if self.choices and value not in self.choices:
+            raise RecordError(f"{where} must be {' or '.join(map(repr, self.choices))}, got {value!r}")
+        if self.precision:
+            value = value.strip().lower()
             try:
-                return _positive(value, where, self.what, allow_zero=self.allow_zero)
-            except (TypeError, ValueError) as err:
-                raise RecordError(str(err)) from None
-        if k == "whole":
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < self.minimum:
-                raise RecordError(f"{where} must be a whole number >= {self.minimum} of {self.what}, got {value!r}")
-            return int(value)
-        if k in ("text", "date"):
-            if not isinstance(value, str) or not value.strip():
-                raise RecordError(f"{where} must be a non-empty string ({self.what}), got {value!r}")
-            if self.choices and value not in self.choices:
-                raise RecordError(f"{where} must be {' or '.join(map(repr, self.choices))}, got {value!r}")
-            if self.precision:
-                value = value.strip().lower()
-                try:
-                    bytes_per_element(value)
-                except ValueError as err:
-                    raise RecordError(f"{where}: {err}") from None
-            if k == "date":
-                try:
-                    datetime.fromisoformat(value)
-                except ValueError:
-                    raise RecordError(
-                        f"{where} must be an ISO 8601 date such as 2026-05-01T12:00:00+00:00, got {value!r}"
-                    ) from None
-            return value
-        if k in ("texts", "sizes", "parts"):
-            if not isinstance(value, (list, tuple)) or (self.non_empty and not value):
-                need = "a non-empty list" if self.non_empty else "a list"
-                raise RecordError(f"{where} must be {need} of {self.what}, got {value!r}")
-            if k == "texts":
-                if not all(isinstance(v, str) for v in value):
-                    raise RecordError(f"{where} must be a list of {self.what}, got {value!r}")
-                return tuple(value)
-            if k == "sizes":
-                for v in value:
-                    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-                        raise RecordError(f"{where} must hold positive whole numbers, got {value!r}")
-                return tuple(int(v) for v in value)
-            return tuple(from_json(self.part, v, f"{where}[{i}]") for i, v in enumerate(value))
-        if k == "texts_by_name" and not (
+                bytes_per_element(value)
+            except ValueError as err:
+                raise RecordError(f"{where}: {err}") from None
+        if self.kind == "date":
+            try:
+                datetime.fromisoformat(value)
+            except ValueError:
+                raise RecordError(
+                    f"{where} must be an ISO 8601 date such as 2026-05-01T12:00:00+00:00, got {value!r}"
+                ) from None
+        return value
+
+    def _list(self, value, where: str):  # "texts", "sizes" and "parts"
+        if not isinstance(value, (list, tuple)) or (self.non_empty and not value):
+            need = "a non-empty list" if self.non_empty else "a list"
+            raise RecordError(f"{where} must be {need} of {self.what}, got {value!r}")
+        if self.kind == "texts":
+            if not all(isinstance(v, str) for v in value):
+                raise RecordError(f"{where} must be a list of {self.what}, got {value!r}")
+            return tuple(value)
+        if self.kind == "sizes":
+            if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in value):
+                raise RecordError(f"{where} must hold positive whole numbers, got {value!r}")
+            return tuple(int(v) for v in value)
+        return tuple(from_json(self.part, v, f"{where}[{i}]") for i, v in enumerate(value))
+
+    def _mapping(self, value, where: str):  # "numbers", "texts_by_name" and "object"
+        if self.kind == "texts_by_name" and not (
             isinstance(value, Mapping)
             and all(isinstance(n, str) and n and isinstance(v, str) and v.strip() for n, v in value.items())
         ):
             raise RecordError(f"{where} must map each {self.what}, got {value!r}")
-        if k in ("numbers", "texts_by_name", "object"):
-            if not isinstance(value, Mapping):
-                raise RecordError(f"{where} must be a JSON object ({self.what}), got {value!r}")
-            for name, v in value.items():
-                if not isinstance(name, str) or not name:
-                    raise RecordError(f"{where} has a key that is not a name: {name!r}")
-                if k == "numbers":
-                    _Kind("number", self.what).load(v, f"{where}.{name}")
-            return MappingProxyType(dict(value))
-        if k == "part":
-            return None if value is None else from_json(self.part, value, where)
-        raise AssertionError(f"unknown kind {k!r}")  # pragma: no cover - a schema typo
+        if not isinstance(value, Mapping):
+            raise RecordError(f"{where} must be a JSON object ({self.what}), got {value!r}")
+        for name, v in value.items():
+            if not isinstance(name, str) or not name:
+                raise RecordError(f"{where} has a key that is not a name: {name!r}")
+            if self.kind == "numbers":
+                _Kind("number", self.what).load(v, f"{where}.{name}")
+        return MappingProxyType(dict(value))
+
+    def _part(self, value, where: str):
+        return None if value is None else from_json(self.part, value, where)
 
     def dump(self, value):
         if self.kind == "part":
@@ -178,6 +188,23 @@ class _Kind:
         if self.kind in ("numbers", "texts_by_name", "object"):
             return dict(value)
         return value
+
+
+#: Which check reads each kind of value.
+_LOADERS = {
+    "string": _Kind._string,
+    "number": _Kind._number,
+    "whole": _Kind._whole,
+    "text": _Kind._text,
+    "date": _Kind._text,
+    "texts": _Kind._list,
+    "sizes": _Kind._list,
+    "parts": _Kind._list,
+    "numbers": _Kind._mapping,
+    "texts_by_name": _Kind._mapping,
+    "object": _Kind._mapping,
+    "part": _Kind._part,
+}
 
 
 def _json(kind: str, what: str = "", **options) -> dict:
@@ -303,7 +330,7 @@ class Provenance(_Part):
 class CopyMeasurement(_Timed):
     """The memory roof: the better of a copy and an add over buffers of ``buffer_bytes`` each.
 
-    ``kernel`` says which one set it (``measure.stream_readings``' definition): "copy" reads one
+    ``kernel`` says which one set it (``measured_roofs.stream_readings``' definition): "copy" reads one
     buffer and writes one, "add" reads two and writes one. ``seconds`` is the median time of
     one call, ``best_seconds`` the fastest repetition.
     """
@@ -458,9 +485,9 @@ class KernelMeasurement(_Timed):
 
     def __str__(self) -> str:
         return (
-            f"{self.name} {'x'.join(map(str, self.shape))} {self.dtype}: {self.seconds * 1e6:.4g} us, "
-            f"{self.achieved_bytes_per_s / 1e12:.3g} TB/s; predicted {self.predicted_seconds * 1e6:.4g} us "
-            f"({self.prediction_error:+.0%}); unfused torch {self.torch_seconds * 1e6:.4g} us "
+            f"{self.name} {'x'.join(map(str, self.shape))} {self.dtype}: {to_unit(self.seconds, 'us'):.4g} us, "
+            f"{to_unit(self.achieved_bytes_per_s, 'TB/s'):.3g} TB/s; predicted {to_unit(self.predicted_seconds, 'us'):.4g} us "
+            f"({self.prediction_error:+.0%}); unfused torch {to_unit(self.torch_seconds, 'us'):.4g} us "
             f"({self.speedup_over_torch:.2f}x the fused time)"
         )
 
@@ -539,8 +566,8 @@ class GPURecord(_Part):
         raise NoRecord(f"the {self.spec.name} record has no kernel {name!r}; it has: {have}")
 
     def ceilings(self):
-        """The recorded roofs as a :class:`~roofline_lib.evidence.measure.MeasuredCeilings` (best copy, best bf16 GEMM)."""
-        from .measure import MeasuredCeilings
+        """The recorded roofs as a :class:`~roofline_lib.evidence.measured_roofs.MeasuredCeilings` (best copy, best bf16 GEMM)."""
+        from .measured_roofs import MeasuredCeilings
 
         gemm = self.best_gemm("bf16")
         return MeasuredCeilings(
@@ -582,12 +609,6 @@ class GPURecord(_Part):
             g.check(spec)
         for k in self.kernels:
             k.check(spec)
-
-
-def _failures(data: Mapping) -> Mapping[str, str]:
-    """The ``failures`` object of a record's JSON, checked (an empty mapping when absent)."""
-    kind = dataclasses.fields(GPURecord)[-1].metadata["json"]
-    return kind.load(data.get("failures", {}), "failures")
 
 
 # --------------------------------------------------------------------------- validation and files

@@ -1,6 +1,6 @@
 """Serving the course's small decoder live: a KV-cache generation loop, timed on this machine.
 
-:class:`LiveServer` runs a :class:`~roofline_lib.models.audit.TinyDecoder` the way an inference server
+:class:`LiveServer` runs a :class:`~roofline_lib.models.tiny_model.TinyDecoder` the way an inference server
 does: a prefill writes a prompt's keys and values into a per-request slot of a preallocated
 cache (contiguous allocation, ``max_len`` tokens per slot) and returns the first token; a decode
 step pushes one token of every running request through the weights as one batch, appends each
@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core.checks import _positive_int
-from ..models.audit import TinyDecoder
+from ..models.tiny_model import TinyDecoder
 from ..models.transformer import TransformerConfig
 
 __all__ = ["SERVE_CONFIG", "LiveServer", "max_logit_gap"]

@@ -1,8 +1,8 @@
 """Reading Kineto traces (``torch.profiler``'s Chrome-trace JSON): events, ties and the GPU timeline.
 
-This is the reading half of the playbook's triage (:mod:`roofline_lib.evidence.diagnose` is the judging
-half). It reads a trace the way Holistic Trace Analysis (HTA) does -- by correlation id and by
-time interval -- in named steps:
+The first step of the playbook's diagnosis, on the raw events (:mod:`roofline_lib.evidence.trace_rows`
+makes the triage's rows of them). It reads a trace the way Holistic Trace Analysis (HTA) does --
+by correlation id and by time interval -- in named steps:
 
 1. :func:`load_trace` -- a path (plain or gzip, told apart by the file's first bytes, not its
    name), a parsed dict or an event list, with an error that names the path when the file is
@@ -23,7 +23,7 @@ time interval -- in named steps:
    overlapping streams are never counted twice, and communication hidden behind computation
    costs nothing -- the same split as HTA's temporal breakdown (idle, compute, non-compute).
 
-All times here are the trace's microseconds; :mod:`roofline_lib.evidence.diagnose` converts to seconds.
+All times here are the trace's microseconds; :mod:`roofline_lib.evidence.trace_rows` converts to seconds.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ __all__ = [
     "tie_kernels",
     "step_bounds",
     "device_timeline",
+    "span",
     "kernel_kind",
     "runs_tf32",
 ]
@@ -164,43 +165,55 @@ def _read_file(path: str) -> dict:
 
 def sort_events(trace: Mapping) -> TraceEvents:
     """Sort a loaded trace's complete events by kind; refuse a trace from a non-CUDA device by name."""
-    cpu, kernels, launches, steps = [], [], [], []
-    other: dict[str, str] = {}
+    lists: dict[str, list] = {"cpu": [], "kernel": [], "launch": [], "step": []}
+    other: dict[str, str] = {}  # another accelerator's device events: its prefix -> a category seen
     for e in trace["traceEvents"]:
         if not isinstance(e, Mapping) or e.get("ph") != "X" or "dur" not in e or "ts" not in e:
             continue
         cat = str(e.get("cat", ""))
-        if cat in CPU_OP_CATEGORIES:
-            cpu.append(e)
-            if _STEP.match(str(e.get("name", ""))):  # the older traces file steps as operators
-                steps.append(e)
-        elif cat in KERNEL_CATEGORIES or cat in COPY_CATEGORIES:
-            kernels.append(e)
-        elif cat in RUNTIME_CATEGORIES:
-            launches.append(e)
-        elif cat == "user_annotation" and _STEP.match(str(e.get("name", ""))):
-            steps.append(e)
-        else:
-            prefix = cat.split("_")[0].lower()
-            if prefix in _OTHER_DEVICES:
-                other.setdefault(prefix, cat)
+        kinds = _kinds(cat, str(e.get("name", "")))
+        for kind in kinds:
+            lists[kind].append(e)
+        if not kinds and cat.split("_")[0].lower() in _OTHER_DEVICES:
+            other.setdefault(cat.split("_")[0].lower(), cat)
     meta = {k: v for k, v in trace.items() if k != "traceEvents"}
-    if other and not kernels:
-        prefix, cat = next(iter(other.items()))
-        names = sorted(
-            {str(p.get("name")) for p in meta.get("deviceProperties") or () if isinstance(p, Mapping) and p.get("name")}
-        )
-        on = f" ({', '.join(names)})" if names else ""
-        raise ValueError(
-            f"this trace records {_OTHER_DEVICES[prefix]}{on} (its device events are {cat!r}), not CUDA or ROCm "
-            "kernels: the triage reads GPU kernel timelines only. Pass a trace recorded on a GPU with "
-            "ProfilerActivity.CUDA, or pass rows (OpStat) of that device's ops with roof=rl.Roof(peak_flops_per_s, "
-            "bytes_per_s, label) from its datasheet"
-        )
-    return TraceEvents(meta, cpu, kernels, launches, steps)
+    if other and not lists["kernel"]:
+        _refuse_other_device(other, meta)
+    return TraceEvents(
+        meta, cpu_ops=lists["cpu"], kernels=lists["kernel"], launches=lists["launch"], steps=lists["step"]
+    )
 
 
-def _span(e) -> tuple[float, float]:
+def _kinds(cat: str, name: str) -> tuple[str, ...]:
+    """Which lists of :class:`TraceEvents` an event of category ``cat`` goes to (none: not read)."""
+    if cat in CPU_OP_CATEGORIES:  # the older traces file steps as operators
+        return ("cpu", "step") if _STEP.match(name) else ("cpu",)
+    if cat in KERNEL_CATEGORIES or cat in COPY_CATEGORIES:
+        return ("kernel",)
+    if cat in RUNTIME_CATEGORIES:
+        return ("launch",)
+    if cat == "user_annotation" and _STEP.match(name):
+        return ("step",)
+    return ()
+
+
+def _refuse_other_device(other: Mapping[str, str], meta: Mapping) -> None:
+    """A trace of another accelerator's events and no GPU kernel: refused, naming the device."""
+    prefix, cat = next(iter(other.items()))
+    names = sorted(
+        {str(p.get("name")) for p in meta.get("deviceProperties") or () if isinstance(p, Mapping) and p.get("name")}
+    )
+    on = f" ({', '.join(names)})" if names else ""
+    raise ValueError(
+        f"this trace records {_OTHER_DEVICES[prefix]}{on} (its device events are {cat!r}), not CUDA or ROCm "
+        "kernels: the triage reads GPU kernel timelines only. Pass a trace recorded on a GPU with "
+        "ProfilerActivity.CUDA, or pass rows (OpStat) of that device's ops with roof=rl.Roof(peak_flops_per_s, "
+        "bytes_per_s, label) from its datasheet"
+    )
+
+
+def span(e) -> tuple[float, float]:
+    """An event's ``(start, end)`` in the trace's microseconds."""
     start = float(e["ts"])
     return start, start + float(e["dur"])
 
@@ -223,7 +236,7 @@ def nest_ops(cpu_ops) -> tuple[dict, dict]:
         evs.sort(key=lambda e: (float(e["ts"]), -float(e["dur"])))
         stack: list[tuple[float, dict]] = []
         for e in evs:
-            start, end = _span(e)
+            start, end = span(e)
             while stack and stack[-1][0] <= start:
                 stack.pop()
             top = stack[-1][1] if stack else None
@@ -303,7 +316,7 @@ def step_bounds(events: TraceEvents) -> tuple[float, float, int] | None:
     """
     if not events.steps:
         return None
-    spans = sorted({str(s.get("name")): _span(s) for s in events.steps}.values())
+    spans = sorted({str(s.get("name")): span(s) for s in events.steps}.values())
     if len(spans) == 1:
         return spans[0][0], spans[0][1], 1
     return spans[0][0], spans[-1][0], len(spans) - 1
@@ -341,34 +354,45 @@ def device_timeline(kernels, device=None) -> DeviceTimeline:
     if not kernels:
         return DeviceTimeline(device, 0.0, 0.0, {}, dict.fromkeys(_PRIORITY, 0.0))
     kinds = {id(k): kernel_kind(k) for k in kernels}
-    edges = []
-    for k in kernels:
-        a, b = _span(k)
-        edges.append((a, 1, k))
-        edges.append((b, -1, k))
-    edges.sort(key=lambda t: (t[0], t[1]))
     active: dict[str, dict[int, dict]] = {kind: {} for kind in _PRIORITY}
     exposed = {id(k): 0.0 for k in kernels}
     by_kind = dict.fromkeys(_PRIORITY, 0.0)
     busy = 0.0
+    edges = _edges(kernels)
     last = edges[0][0]
     for t, step, k in edges:
-        length = t - last
-        if length > 0:
-            for kind in _PRIORITY:
-                running = active[kind]
-                if running:
-                    share = length / len(running)
-                    for key in running:
-                        exposed[key] += share
-                    by_kind[kind] += length
-                    busy += length
-                    break
+        busy += _charge(active, t - last, exposed, by_kind)
         last = t
         if step > 0:
             active[kinds[id(k)]][id(k)] = k
         else:
             active[kinds[id(k)]].pop(id(k), None)
-    starts = [float(k["ts"]) for k in kernels]
-    window = max(_span(k)[1] for k in kernels) - min(starts)
+    window = max(span(k)[1] for k in kernels) - min(float(k["ts"]) for k in kernels)
     return DeviceTimeline(device, window, busy, exposed, by_kind)
+
+
+def _edges(kernels) -> list[tuple[float, int, dict]]:
+    """Every kernel's start (+1) and end (-1), in time order, ends first at equal times."""
+    edges = []
+    for k in kernels:
+        a, b = span(k)
+        edges.append((a, 1, k))
+        edges.append((b, -1, k))
+    edges.sort(key=lambda t: (t[0], t[1]))
+    return edges
+
+
+def _charge(active, length: float, exposed, by_kind) -> float:
+    """Give ``length`` microseconds to the running kernels of the first kind in :data:`_PRIORITY`
+    that has any, split evenly among them; returns the time charged (0 when nothing runs: idle)."""
+    if length <= 0:
+        return 0.0
+    for kind in _PRIORITY:
+        running = active[kind]
+        if running:
+            share = length / len(running)
+            for key in running:
+                exposed[key] += share
+            by_kind[kind] += length
+            return length
+    return 0.0

@@ -1,7 +1,8 @@
 """The grader of the exercises, as one subpackage: nothing a graded kernel imports lives here.
 
 * :mod:`.grader` grades one student's notebooks or a class, and serves practice checks;
-* :mod:`.key` holds the answer key: the references, the probes and the judge;
+* :mod:`.key` is the answer key, one module per job: scenarios, references, judges, probes, parts;
+* :mod:`.sandbox` starts a worker in bubblewrap, as a user of its own;
 * :mod:`.worker` runs one notebook in a fresh kernel and streams what it published;
 * ``python -m roofline_lib.grading`` is ``roofline grade``; with ``--practice`` it serves
   the exercises' check cells (``roofline_lib.observer.check``).

@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
+from ..core.formatting import to_unit
 from . import key, sandbox
 from .worker import descendants, harden, kill_tree, sign
 
@@ -162,10 +163,6 @@ def exercise_of(path: Path) -> key.Exercise | None:
             return ex
     m = re.match(r"(ex\d+)[_\-\s.]", path.name)
     return key.EXERCISES.get(m.group(1)) if m else None
-
-
-def _is_notebook(path: Path) -> bool:
-    return path.suffix in (".md", ".ipynb") and path.is_file()
 
 
 def _read_cells(path: Path, data: bytes) -> list[tuple[str, list[str]]]:
@@ -312,7 +309,7 @@ def _read_regular(path: Path, limit: float) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise SubmissionRefused(f"{_shown(path.name)} is not a regular file")
         if info.st_size > limit:
-            raise SubmissionRefused(f"{_shown(path.name)} is larger than {limit / 1e6:g} MB")
+            raise SubmissionRefused(f"{_shown(path.name)} is larger than {to_unit(limit, 'MB'):g} MB")
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
@@ -384,111 +381,168 @@ def _own_scratch(scratch: Path, uid: int) -> None:
 
 
 def _run_worker(cells, scratch: Path, time_limit_s: float, sandboxed: bool):
-    """Run the cells in a worker; returns (events by kind, end) where end names how it stopped.
+    """Run the cells in a worker; returns (events by cell index, end, the cell it stopped at).
 
+    ``end`` names how it stopped ("finished", "died", "time limit", "worker gone", "interrupted").
     ``scratch`` holds ``lib`` (the package copy, the worker script) and ``rw`` (the submission
     in ``work``, the kernel's home). Sandboxed, the worker and its kernel run in bubblewrap as a
     user of their own (a root grader); otherwise they run here, as the grader's user.
     """
-    lib, rw = scratch / "lib", scratch / "rw"
-    lib_seen = sandbox.LIB if sandboxed else str(lib)
+    rw = scratch / "rw"
+    lib_seen = sandbox.LIB if sandboxed else str(scratch / "lib")
     rw_seen = sandbox.SCRATCH if sandboxed else str(rw)
     kernel_env = _scrubbed_env(rw, lib_seen, rw_seen)
     secret = secrets.token_hex(32)
     limits = sandbox.limits(int(time_limit_s) + 10) if sandboxed else {}
     job = json.dumps({"cells": cells, "kernel_env": kernel_env, "secret": secret, "limits": limits})
-    argv = [sys.executable, f"{lib_seen}/{_WORKER_SCRIPT}"]
-    start_as = {}
-    if sandboxed:
-        uid = _KERNEL_UID_BASE + next(_job_numbers) % 4000 if sandbox.mode() in ("root", "user") else None
-        if uid is not None:
-            _own_scratch(rw, uid)
-            os.chmod(scratch, 0o755)
-        hidden = [str(Path(__file__).resolve().parents[1])]
-        argv = sandbox.command(argv, rw, lib, uid=uid, hidden=hidden)
-        start_as = sandbox.start_as(uid)
+    argv, start_as = _worker_command([sys.executable, f"{lib_seen}/{_WORKER_SCRIPT}"], scratch, sandboxed)
+    proc = _start_worker(argv, rw / "work", kernel_env, start_as)
+    if proc is None:
+        return {}, "interrupted", -1
+    deadline = time.monotonic() + time_limit_s
+    _send_job(proc, job)
+    try:
+        events = _read_events(proc, secret, deadline)
+    finally:
+        _stop_worker(proc)
+    return events.outcome()
+
+
+def _worker_command(argv: list[str], scratch: Path, sandboxed: bool) -> tuple[list[str], dict]:
+    """The worker's command line, in bubblewrap when ``sandboxed``, and the Popen arguments that
+    start it as the sandbox's user. Called after the kernel's home is made: a root grader hands
+    the scratch folder over to that user."""
+    lib, rw = scratch / "lib", scratch / "rw"
+    if not sandboxed:
+        return argv, {}
+    uid = _KERNEL_UID_BASE + next(_job_numbers) % 4000 if sandbox.mode() in ("root", "user") else None
+    if uid is not None:
+        _own_scratch(rw, uid)
+        os.chmod(scratch, 0o755)
+    hidden = [str(Path(__file__).resolve().parents[1])]  # the repository's roofline_lib: the key with it
+    return sandbox.command(argv, rw, lib, uid=uid, hidden=hidden), sandbox.start_as(uid)
+
+
+def _start_worker(argv, cwd: Path, env: dict, start_as: dict) -> subprocess.Popen | None:
+    """The worker's process, known to the supervisor; None when the grader is already stopping."""
     with _SUPERVISOR.lock:
         if _SUPERVISOR.stopped.is_set():
-            return {}, "interrupted", -1
+            return None
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            cwd=rw / "work",
-            env=kernel_env,
+            cwd=cwd,
+            env=env,
             start_new_session=True,
             **start_as,
         )
         _SUPERVISOR.running.add(proc)
-    cell_events, begun, died_at, end = {}, -1, None, "finished"
-    deadline = time.monotonic() + time_limit_s
+    return proc
+
+
+def _send_job(proc: subprocess.Popen, job: str) -> None:
+    """The job on the worker's stdin, closed; a worker already gone is found when reading."""
     try:
         proc.stdin.write(job.encode())
         proc.stdin.close()
     except OSError:
         pass
+
+
+@dataclass
+class _Events:
+    """What one worker published: each cell's event by index, the cell begun last, how it ended."""
+
+    cells: dict = field(default_factory=dict)
+    begun: int = -1
+    died_at: int | None = None
+    end: str = "finished"
+    finished: bool = False  # the worker said it was done ("finished" or "died")
+
+    def take(self, event: dict) -> None:
+        kind = event.get("event")
+        if kind == "begin" and isinstance(event.get("index"), int):
+            self.begun = event["index"]
+        elif kind == "cell" and isinstance(event.get("index"), int):
+            self.cells[event["index"]] = event
+        elif kind == "died":
+            self.end, self.died_at = "died", event.get("index", self.begun)
+            self.finished = True
+        elif kind == "finished":
+            self.finished = True
+
+    def outcome(self):
+        """(events by cell index, end, the cell it stopped at), once the worker is dead."""
+        end = self.end
+        if end == "finished" and not self.finished:
+            end = "worker gone"
+        if _SUPERVISOR.stopped.is_set() and end != "finished":
+            end = "interrupted"  # the supervisor killed it
+        return self.cells, end, (self.died_at if self.died_at is not None else self.begun)
+
+
+def _read_events(proc: subprocess.Popen, secret: str, deadline: float) -> _Events:
+    """The worker's signed events until it is done, the deadline passes or the grader is stopped."""
+    events = _Events()
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     buffer = b""
-    finished = False
     try:
-        while not finished:
+        while not events.finished:
             remaining = deadline - time.monotonic()
             if _SUPERVISOR.stopped.is_set():
-                end = "interrupted"
+                events.end = "interrupted"
                 break
             if remaining <= 0:
-                end = "time limit"
+                events.end = "time limit"
                 break
             if not sel.select(timeout=min(remaining, 1.0)):
                 continue
             chunk = os.read(proc.stdout.fileno(), 1 << 16)
             if not chunk:
-                end = "worker gone"
+                events.end = "worker gone"
                 break
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                mac, _, text = line.decode("utf-8", "replace").partition(" ")
-                if not hmac.compare_digest(mac, sign(secret, text)):
-                    continue  # not written by our worker
-                try:
-                    event = json.loads(text)
-                except ValueError:
-                    continue
-                if not isinstance(event, dict):
-                    continue
-                kind = event.get("event")
-                if kind == "begin" and isinstance(event.get("index"), int):
-                    begun = event["index"]
-                elif kind == "cell" and isinstance(event.get("index"), int):
-                    cell_events[event["index"]] = event
-                elif kind == "died":
-                    end, died_at = "died", event.get("index", begun)
-                    finished = True
-                elif kind == "finished":
-                    finished = True
+            complete, buffer = _signed_events(buffer + chunk, secret)
+            for event in complete:
+                events.take(event)
     finally:
         sel.close()
-        # The worker's whole tree, as the host sees it (a pid the sandbox reports means nothing here).
-        kill_tree(proc.pid, include_root=True)
+    return events
+
+
+def _signed_events(buffer: bytes, secret: str) -> tuple[list[dict], bytes]:
+    """The events of the complete lines in ``buffer`` that our worker signed, and the incomplete rest."""
+    events = []
+    while b"\n" in buffer:
+        line, buffer = buffer.split(b"\n", 1)
+        mac, _, text = line.decode("utf-8", "replace").partition(" ")
+        if not hmac.compare_digest(mac, sign(secret, text)):
+            continue  # not written by our worker
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        with _SUPERVISOR.lock:
-            _SUPERVISOR.running.discard(proc)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            pass
-        proc.stdout.close()
-    if end == "finished" and not finished:
-        end = "worker gone"
-    if _SUPERVISOR.stopped.is_set() and end != "finished":
-        end = "interrupted"  # the supervisor killed it
-    return cell_events, end, (died_at if died_at is not None else begun)
+            event = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events, buffer
+
+
+def _stop_worker(proc: subprocess.Popen) -> None:
+    """The worker's whole tree killed, as the host sees it (a pid the sandbox reports means nothing here)."""
+    kill_tree(proc.pid, include_root=True)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    with _SUPERVISOR.lock:
+        _SUPERVISOR.running.discard(proc)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        pass
+    proc.stdout.close()
 
 
 def _opaque(probes: list, rng: random.Random) -> list:
@@ -514,63 +568,85 @@ def _grade_notebook(
     try:
         cells = _read_cells(path, files[path.name])
     except Exception as err:  # noqa: BLE001 - unreadable input is reported, not raised
+        problem = f"cannot read the notebook ({type(err).__name__})"  # never the text: it may quote a file
         return NotebookResult(
-            _shown(path),
-            exercise.key,
-            exercise.title,
-            [_part_result(p, "not graded") for p in parts],
-            f"cannot read the notebook ({type(err).__name__})",  # never the text: it may quote a file
+            _shown(path), exercise.key, exercise.title, [_part_result(p, "not graded") for p in parts], problem
         )
     probes = {p.key: _opaque(key.draw_probes(p, rng), rng) for p in parts}
     plans = {p.key: key.plan_of(p, probes[p.key]) for p in parts}
     graded, part_of_cell, publish_of = _graded_cells(cells, exercise, plans)
+    events, end, stopped_at = _run_in_scratch(graded, files, scratch_root, label, time_limit_s, sandboxed)
+    problem = _stop_problem(end, stopped_at, part_of_cell, parts[0].key, time_limit_s)
+    run = _Run(graded, events, part_of_cell, publish_of)
+    results = [_judged(part, run, probes[part.key], problem) for part in parts]
+    return NotebookResult(
+        _shown(path), exercise.key, exercise.title, results, problem, round(time.monotonic() - started, 2)
+    )
+
+
+def _run_in_scratch(graded, files, scratch_root: Path, label: str, time_limit_s: float, sandboxed: bool):
+    """:func:`_run_worker` in a scratch folder of its own (the package copy, the submission), removed after."""
     scratch = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=scratch_root))
     try:
         _package_copy(scratch)
         _write_snapshot(files, scratch / "rw" / "work")
-        events, end, stopped_at = _run_worker(graded, scratch, time_limit_s, sandboxed)
+        return _run_worker(graded, scratch, time_limit_s, sandboxed)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    results, problem = [], ""
-    where = part_of_cell.get(max(stopped_at, 0), parts[0].key)
+
+
+def _stop_problem(end: str, stopped_at: int, part_of_cell: dict, first_part: str, time_limit_s: float) -> str:
+    """What stopped the notebook before its last cell, and in which part; "" when it finished."""
+    where = part_of_cell.get(max(stopped_at, 0), first_part)
     if end == "died":
-        problem = f"the kernel died during part {part_of_cell.get(stopped_at, parts[0].key)}"
-    elif end == "time limit":
-        problem = f"the time limit of {time_limit_s:g} s was reached during part {where}"
-    elif end == "worker gone":
-        problem = f"the grading worker stopped (was it killed?) during part {where}"
-    elif end == "interrupted":
-        problem = f"the grader was stopped ({_SUPERVISOR.signal_name or 'interrupted'}) during part {where}"
-    for part in parts:
-        event = events.get(publish_of[part.key])
-        if event is None:
-            results.append(_part_result(part, "not graded", problem or "the check did not run."))
-            continue
-        observations = event.get("observations") or []
-        if len(observations) != 1:
-            results.append(
-                _part_result(
-                    part,
-                    "error",
-                    "the check published no result: was the observer replaced?"
-                    if not observations
-                    else "the check published more than one result.",
-                )
-            )
-            continue
-        verdict = key.judge(part, observations[0], probes[part.key])
-        message = verdict.submit
-        answer_errors = [
-            events[i].get("error")
-            for i in range(publish_of[part.key])
-            if part_of_cell.get(i) == part.key and i in events and events[i].get("error") and not graded[i]["injected"]
-        ]
-        if answer_errors and verdict.status != "correct":
-            message = f"a cell of this part raised {answer_errors[0]}. {message}".strip()
-        results.append(_part_result(part, verdict.status, message))
-    return NotebookResult(
-        _shown(path), exercise.key, exercise.title, results, problem, round(time.monotonic() - started, 2)
-    )
+        return f"the kernel died during part {part_of_cell.get(stopped_at, first_part)}"
+    if end == "time limit":
+        return f"the time limit of {time_limit_s:g} s was reached during part {where}"
+    if end == "worker gone":
+        return f"the grading worker stopped (was it killed?) during part {where}"
+    if end == "interrupted":
+        return f"the grader was stopped ({_SUPERVISOR.signal_name or 'interrupted'}) during part {where}"
+    return ""
+
+
+@dataclass
+class _Run:
+    """One notebook's graded run: its cells, what each published, and which part each cell is."""
+
+    cells: list[dict]
+    events: dict[int, dict]
+    part_of_cell: dict[int, str]
+    publish_of: dict[str, int]
+
+
+def _judged(part: key.Part, run: _Run, probes: list, problem: str) -> PartResult:
+    """One part's result, from what its publish cell observed."""
+    event = run.events.get(run.publish_of[part.key])
+    if event is None:
+        return _part_result(part, "not graded", problem or "the check did not run.")
+    observations = event.get("observations") or []
+    if not observations:
+        return _part_result(part, "error", "the check published no result: was the observer replaced?")
+    if len(observations) != 1:
+        return _part_result(part, "error", "the check published more than one result.")
+    verdict = key.judge(part, observations[0], probes)
+    message = verdict.submit
+    answer_errors = _answer_errors(part, run)
+    if answer_errors and verdict.status != "correct":
+        message = f"a cell of this part raised {answer_errors[0]}. {message}".strip()
+    return _part_result(part, verdict.status, message)
+
+
+def _answer_errors(part: key.Part, run: _Run) -> list[str]:
+    """The errors the student's own cells of ``part`` raised, before its publish cell."""
+    return [
+        run.events[i].get("error")
+        for i in range(run.publish_of[part.key])
+        if run.part_of_cell.get(i) == part.key
+        and i in run.events
+        and run.events[i].get("error")
+        and not run.cells[i]["injected"]
+    ]
 
 
 # ============================================================================ a class
@@ -924,32 +1000,16 @@ def run_grade(
     try:
         out_json = _check_output_path(json_path, "--json")
         out_csv = _check_output_path(csv_path, "--csv")
-        if submissions and paths:
-            raise GradeError("give either notebooks or --submissions DIR, not both")
-        if csv_path and not submissions:
-            raise GradeError("--csv writes a class gradebook: use it with --submissions DIR")
-        if workers is not None and workers < 1:
-            raise GradeError(f"--workers must be a whole number of at least 1, got {workers}")
-        if not time_limit_s > 0:
-            raise GradeError(f"--time-limit must be a positive number of seconds, got {time_limit_s}")
+        _check_options(paths, submissions, csv_path, workers, time_limit_s)
         seed = secrets.randbits(63) if seed is None else seed
         options = dict(workers=workers, time_limit_s=time_limit_s, seed=seed, unsandboxed=unsandboxed)
-        if submissions:
-            _, note = isolation(unsandboxed)
-            students = _supervised(lambda: grade_submissions(submissions, **options))
-        else:
-            _, note = isolation(unsandboxed, practice=True)
-            students = _supervised(lambda: [grade_paths(paths, **options)])
+        students, note = _graded(paths, submissions, options)
     except GradeError as err:
         print(f"roofline grade: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     stopped = _SUPERVISOR.signal_name if _SUPERVISOR.stopped.is_set() else ""
     warn = note if not note.startswith("sandboxed") else ""
-    text = format_table(students, detail=not submissions, note=warn)
-    if submissions:
-        text += gradebook_csv(students, note=warn)
-    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
-    sys.stdout.flush()
+    _print_results(students, submissions, warn)
     try:
         if out_csv:
             _write_atomically(out_csv, gradebook_csv(students, note=warn))
@@ -959,6 +1019,41 @@ def run_grade(
     except OSError as err:
         print(f"roofline grade: error: could not write the report: {err}", file=sys.stderr)
         return EXIT_USAGE
+    return _exit_code(students, stopped)
+
+
+def _check_options(paths, submissions, csv_path, workers, time_limit_s) -> None:
+    """Refuse a combination of options, or a value, that cannot grade (GradeError)."""
+    if submissions and paths:
+        raise GradeError("give either notebooks or --submissions DIR, not both")
+    if csv_path and not submissions:
+        raise GradeError("--csv writes a class gradebook: use it with --submissions DIR")
+    if workers is not None and workers < 1:
+        raise GradeError(f"--workers must be a whole number of at least 1, got {workers}")
+    if not time_limit_s > 0:
+        raise GradeError(f"--time-limit must be a positive number of seconds, got {time_limit_s}")
+
+
+def _graded(paths, submissions, options: dict) -> tuple[list[StudentResult], str]:
+    """(the students graded, what the reports say of isolation): a class, or one student's notebooks."""
+    if submissions:
+        _, note = isolation(options["unsandboxed"])
+        return _supervised(lambda: grade_submissions(submissions, **options)), note
+    _, note = isolation(options["unsandboxed"], practice=True)
+    return _supervised(lambda: [grade_paths(paths, **options)]), note
+
+
+def _print_results(students, submissions, warn: str) -> None:
+    """The score table on stdout (per part for one student), and a class's gradebook after it."""
+    text = format_table(students, detail=not submissions, note=warn)
+    if submissions:
+        text += gradebook_csv(students, note=warn)
+    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
+    sys.stdout.flush()
+
+
+def _exit_code(students, stopped: str) -> int:
+    """128 + the signal that stopped the grader; else 0 for full marks with no problem, 1 otherwise."""
     if stopped:
         print(f"roofline grade: stopped by {stopped}; the reports hold what was graded", file=sys.stderr)
         return 128 + signal.Signals[stopped].value

@@ -2,5 +2,6 @@
 
 from ..core.layer import gather as _gather
 
-# audit runs torch's FlopCounterMode: ``from roofline_lib.models import audit`` imports torch when asked.
-__all__ = _gather(__name__, __path__, globals(), on_demand={"audit"})
+# audit runs torch's FlopCounterMode and tiny_model builds a torch decoder: each imports torch when asked
+# (``from roofline_lib.models import audit``).
+__all__ = _gather(__name__, __path__, globals(), on_demand={"audit", "tiny_model"})

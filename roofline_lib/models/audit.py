@@ -56,8 +56,8 @@ and is counted as dense in every mode: nothing in a ``bmm`` says it is attention
 Masks passed as tensors (``attn_mask``, ``attn_bias``) and sliding windows are
 counted dense; ``flex_attention`` keeps torch's formula.
 
-Cross-check on :class:`TinyDecoder` (see :func:`crosscheck`): the counted forward
-exceeds ``transformer_flops_per_token * tokens`` by exactly ``2 * L * B * s * d``
+Cross-check on the tiny decoder (:func:`crosscheck`, :mod:`roofline_lib.models.tiny_model`): the
+counted forward exceeds ``transformer_flops_per_token * tokens`` by exactly ``2 * L * B * s * d``
 FLOPs, the gap between ``s * (s + 1) / 2`` kept score entries and the analytic
 ``s**2 / 2``; the counted backward is exactly 2x the counted forward, so forward +
 backward exceeds the analytic ``3x`` form by three times that. For the default tiny
@@ -75,13 +75,11 @@ from types import MappingProxyType
 from typing import Callable, Mapping
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 from torch.utils import flop_counter as _fc
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..core.checks import _positive_int
 from ..core.ops import attention_score_entries
+from .tiny_model import TINY_CONFIG, random_tokens, tiny_decoder
 from .transformer import TransformerConfig
 
 __all__ = [
@@ -90,10 +88,6 @@ __all__ = [
     "FlopAudit",
     "attention_mapping",
     "count_flops",
-    "TINY_CONFIG",
-    "TinyDecoder",
-    "tiny_decoder",
-    "random_tokens",
     "Crosscheck",
     "crosscheck",
 ]
@@ -285,7 +279,7 @@ class FlopAudit:
     ``by_module`` maps a module path (``"TinyDecoder.blocks.0.attn"``; ``"Global"`` for
     everything) to its *forward* FLOPs, as FlopCounterMode's module tracker assigns them.
     The tracker's backward attribution is not used: it books some gradient matmuls to
-    sibling modules as well (in :class:`TinyDecoder` the same-shaped q, k and v
+    sibling modules as well (in the tiny decoder the same-shaped q, k and v
     projections came out at 12.6, 21.0 and 29.4 MFLOP forward+backward, and the four
     projections summed to more than their parent module).
     """
@@ -393,151 +387,11 @@ def count_flops(
     )
 
 
-# --- a tiny decoder to audit -----------------------------------------------------------
-
-#: A decoder small enough to audit in well under a second on a CPU: d_ff = 352 is
-#: 8d/3 = 341 rounded up to a multiple of 32; 533,120 parameters.
-TINY_CONFIG = TransformerConfig(
-    d_model=128,
-    d_ff=352,
-    n_layers=2,
-    n_heads=4,
-    vocab=512,
-    seq_len=128,
-    gated=True,
-    tied_embeddings=False,
-)
-
-
-class _Attention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int):
-        super().__init__()
-        self.n_heads = n_heads
-        self.q = nn.Linear(d_model, d_model, bias=False)
-        self.k = nn.Linear(d_model, d_model, bias=False)
-        self.v = nn.Linear(d_model, d_model, bias=False)
-        self.o = nn.Linear(d_model, d_model, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, s, d = x.shape
-
-        def split_heads(t):  # (b, s, d) -> (b, heads, s, head_dim)
-            return t.view(b, s, self.n_heads, d // self.n_heads).transpose(1, 2)
-
-        y = F.scaled_dot_product_attention(
-            split_heads(self.q(x)), split_heads(self.k(x)), split_heads(self.v(x)), is_causal=True
-        )
-        return self.o(y.transpose(1, 2).reshape(b, s, d))
-
-
-class _FeedForward(nn.Module):
-    def __init__(self, d_model: int, d_ff: int, gated: bool):
-        super().__init__()
-        self.gated = gated
-        self.gate = nn.Linear(d_model, d_ff, bias=False) if gated else None
-        self.up = nn.Linear(d_model, d_ff, bias=False)
-        self.down = nn.Linear(d_ff, d_model, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gated:
-            return self.down(F.silu(self.gate(x)) * self.up(x))  # SwiGLU
-        return self.down(F.gelu(self.up(x)))
-
-
-class _Block(nn.Module):
-    def __init__(self, cfg: TransformerConfig):
-        super().__init__()
-        self.attn_norm = nn.RMSNorm(cfg.d_model, eps=1e-6)
-        self.attn = _Attention(cfg.d_model, cfg.n_heads)
-        self.ffn_norm = nn.RMSNorm(cfg.d_model, eps=1e-6)
-        self.ffn = _FeedForward(cfg.d_model, cfg.d_ff, cfg.gated)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.attn_norm(x))
-        return x + self.ffn(self.ffn_norm(x))
-
-
-class TinyDecoder(nn.Module):
-    """A pre-norm decoder-only transformer sized by a :class:`TransformerConfig`.
-
-    Token embedding, ``n_layers`` blocks of RMSNorm -> causal SDPA attention (separate
-    bias-free Q, K, V, O projections) and RMSNorm -> FFN (SwiGLU when ``cfg.gated``,
-    GELU otherwise), a final RMSNorm and an unembedding, tied to the embedding when
-    ``cfg.tied_embeddings``. It has no position encoding: it exists to be counted,
-    timed and profiled, not trained to speak, and position encodings add no matmul
-    FLOPs. Its parameter count equals ``cfg.n_params()``.
-
-    ``forward(tokens)`` takes integer token ids of shape (batch, seq) and returns logits
-    of shape (batch, seq, vocab).
-    """
-
-    def __init__(self, cfg: TransformerConfig, *, seed: int = 0, dtype=torch.float32, device=None):
-        super().__init__()
-        if not isinstance(cfg, TransformerConfig):
-            raise TypeError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
-        plain = dict(
-            n_kv_heads=cfg.n_heads,
-            head_dim=cfg.d_model // cfg.n_heads,
-            bias=False,
-            qkv_bias=False,
-            norm="rmsnorm",
-            norms_per_layer=2,
-            learned_positions=None,
-            n_experts=1,
-            sliding_window=None,
-            qk_norm=False,
-            embedding_norm=False,
-            mla=None,
-        )
-        unsupported = [k for k, v in plain.items() if getattr(cfg, k) != v]
-        if unsupported or cfg.d_model % cfg.n_heads:
-            raise ValueError(
-                "TinyDecoder builds multi-head, dense, bias-free RMSNorm blocks only; this config sets "
-                f"{', '.join(unsupported) or 'head_dim'}, which it would not honour"
-            )
-        self.cfg = cfg
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            self.embed = nn.Embedding(cfg.vocab, cfg.d_model)
-            self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.n_layers))
-            self.norm = nn.RMSNorm(cfg.d_model, eps=1e-6)
-            self.unembed = nn.Linear(cfg.d_model, cfg.vocab, bias=False)
-        if cfg.tied_embeddings:
-            self.unembed.weight = self.embed.weight
-        self.to(dtype=dtype, device=device)
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        if tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
-            raise ValueError(
-                f"tokens must be integer token ids of shape (batch, seq), got "
-                f"{tokens.dtype} of shape {tuple(tokens.shape)}"
-            )
-        x = self.embed(tokens)
-        for block in self.blocks:
-            x = block(x)
-        return self.unembed(self.norm(x))
-
-
-def tiny_decoder(
-    cfg: TransformerConfig = TINY_CONFIG, *, seed: int = 0, dtype=torch.float32, device=None
-) -> TinyDecoder:
-    """A :class:`TinyDecoder` for ``cfg`` (default :data:`TINY_CONFIG`), weights seeded by ``seed``."""
-    return TinyDecoder(cfg, seed=seed, dtype=dtype, device=device)
-
-
-def random_tokens(
-    cfg: TransformerConfig = TINY_CONFIG, batch=1, seq_len=None, *, seed: int = 0, device=None
-) -> torch.Tensor:
-    """Random token ids of shape (batch, seq_len), seq_len defaulting to ``cfg.seq_len``."""
-    batch = _positive_int(batch, "batch", "sequences")
-    s = cfg.seq_len if seq_len is None else _positive_int(seq_len, "seq_len", "tokens")
-    gen = torch.Generator().manual_seed(seed)
-    return torch.randint(0, cfg.vocab, (batch, s), generator=gen).to(device)
-
-
 @dataclass(frozen=True)
 class Crosscheck:
-    """Counted FLOPs of a :class:`TinyDecoder` against ``transformer_flops_per_token * tokens``.
+    """Counted FLOPs of the tiny decoder (:mod:`~roofline_lib.models.tiny_model`) against the analytic count.
+
+    The analytic count is ``transformer_flops_per_token * tokens``.
 
     ``analytic`` uses the causal-kernel convention (``2 s d`` score FLOPs per layer and
     token) and, when ``backward``, the 3x forward+backward form.
@@ -558,7 +412,7 @@ class Crosscheck:
 def crosscheck(
     cfg: TransformerConfig = TINY_CONFIG, batch=1, seq_len=None, *, backward=True, attention="kernel", seed: int = 0
 ) -> Crosscheck:
-    """Count a :class:`TinyDecoder` with :func:`count_flops` and compare with the analytic count."""
+    """Count the tiny decoder with :func:`count_flops` and compare with the analytic count."""
     model = tiny_decoder(cfg, seed=seed)
     tokens = random_tokens(cfg, batch, seq_len, seed=seed)
     audit = count_flops(model, tokens, backward=backward, attention=attention)

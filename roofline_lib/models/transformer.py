@@ -30,13 +30,12 @@ The named conventions for training FLOPs per token are in :data:`TRAINING_CONVEN
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
-from importlib import resources
 from types import MappingProxyType
 
 from ..core.checks import _flag, _model_params, _positive, _positive_int
 from ..core.ops import attention_flops, gemm_flops
+from ..core.registry_data import read_records, read_table
 
 __all__ = [
     "TransformerFlops",
@@ -252,6 +251,22 @@ class TransformerConfig:
     context_window: int | None = field(default=None, compare=False)
 
     def __post_init__(self):
+        heads = self._check_sizes()
+        self._resolve_latent_attention(heads)
+        self._resolve_heads(heads)
+        self._check_norms_and_positions()
+        experts = self._resolve_experts()
+        self._check_window()
+        self._resolve_shared_experts(experts)
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a string, got {type(self.name).__name__} {self.name!r}")
+
+    def _resolve(self, attr: str, value) -> None:
+        """Store the resolved value of a field left as None (the dataclass is frozen)."""
+        object.__setattr__(self, attr, value)
+
+    def _check_sizes(self) -> int:
+        """The required sizes, the lengths and the flags; returns the query heads."""
         _positive_int(self.d_model, "d_model", "features")
         _positive_int(self.d_ff, "d_ff", "features")
         _positive_int(self.n_layers, "n_layers", "layers")
@@ -263,38 +278,51 @@ class TransformerConfig:
             _positive_int(self.context_window, "context_window", "tokens")
         for flag in ("gated", "tied_embeddings", "bias", "qkv_bias", "qk_norm", "embedding_norm", "shared_expert_gate"):
             _flag(getattr(self, flag), flag)
-        if self.mla is not None:
-            if not isinstance(self.mla, MLA):
-                raise TypeError(f"mla must be an MLA(...) or None, got {type(self.mla).__name__} {self.mla!r}")
-            if self.head_dim is None:
-                object.__setattr__(self, "head_dim", self.mla.qk_head_dim)
-            if self.n_kv_heads not in (None, heads):
-                raise ValueError(
-                    f"n_kv_heads must equal n_heads ({heads}) with multi-head latent attention (every head "
-                    f"rebuilds its own key and value from the latent), got {self.n_kv_heads!r}"
-                )
-            if self.qk_norm or self.qkv_bias or self.bias:
-                raise ValueError("qk_norm, qkv_bias and bias are not mapped for multi-head latent attention")
+        return heads
+
+    def _resolve_latent_attention(self, heads: int) -> None:
+        """With ``mla``: its head size by default, one KV head per query head, no Q/K norm or bias."""
+        if self.mla is None:
+            return
+        if not isinstance(self.mla, MLA):
+            raise TypeError(f"mla must be an MLA(...) or None, got {type(self.mla).__name__} {self.mla!r}")
+        if self.head_dim is None:
+            self._resolve("head_dim", self.mla.qk_head_dim)
+        if self.n_kv_heads not in (None, heads):
+            raise ValueError(
+                f"n_kv_heads must equal n_heads ({heads}) with multi-head latent attention (every head "
+                f"rebuilds its own key and value from the latent), got {self.n_kv_heads!r}"
+            )
+        if self.qk_norm or self.qkv_bias or self.bias:
+            raise ValueError("qk_norm, qkv_bias and bias are not mapped for multi-head latent attention")
+
+    def _resolve_heads(self, heads: int) -> None:
+        """``head_dim`` (default ``d_model // n_heads``) and ``n_kv_heads`` (default ``n_heads``)."""
         if self.head_dim is None:
             if self.d_model % heads:
                 raise ValueError(
                     f"n_heads must divide d_model ({self.d_model} features) unless head_dim is "
                     f"given, got {self.n_heads!r}"
                 )
-            object.__setattr__(self, "head_dim", self.d_model // heads)
+            self._resolve("head_dim", self.d_model // heads)
         else:
             _positive_int(self.head_dim, "head_dim", "features per head")
         if self.n_kv_heads is None:
-            object.__setattr__(self, "n_kv_heads", heads)
+            self._resolve("n_kv_heads", heads)
         else:
             kv = _positive_int(self.n_kv_heads, "n_kv_heads", "key/value heads")
             if kv > heads or heads % kv:
                 raise ValueError(f"n_kv_heads must divide n_heads ({heads} query heads), got {self.n_kv_heads!r}")
+
+    def _check_norms_and_positions(self) -> None:
         if self.norm not in _NORMS:
             raise ValueError(f"norm must be one of {', '.join(map(repr, _NORMS))}, got {self.norm!r}")
         _positive_int(self.norms_per_layer, "norms_per_layer", "norms per block")
         if self.learned_positions is not None:
             _positive_int(self.learned_positions, "learned_positions", "rows of the position table")
+
+    def _resolve_experts(self) -> int:
+        """The routed experts, at most ``n_experts`` per token, and their width (default ``d_ff``)."""
         experts = _positive_int(self.n_experts, "n_experts", "experts")
         per_token = _positive_int(self.experts_per_token, "experts_per_token", "experts per token")
         if per_token > experts:
@@ -303,20 +331,28 @@ class TransformerConfig:
             )
         _whole(self.n_shared_experts, "n_shared_experts", "experts")
         if self.expert_d_ff is None:
-            object.__setattr__(self, "expert_d_ff", self.d_ff)
+            self._resolve("expert_d_ff", self.d_ff)
         else:
             _positive_int(self.expert_d_ff, "expert_d_ff", "features")
+        return experts
+
+    def _check_window(self) -> None:
+        """``sliding_window`` in tokens, and ``window_layers`` (which needs it) from 0 to ``n_layers``."""
         if self.sliding_window is not None:
             _positive_int(self.sliding_window, "sliding_window", "tokens")
-        if self.window_layers is not None:
-            if self.sliding_window is None:
-                raise ValueError(f"window_layers needs a sliding_window, got window_layers={self.window_layers!r}")
-            if _whole(self.window_layers, "window_layers", "layers") > self.n_layers:
-                raise ValueError(
-                    f"window_layers must be from 0 to n_layers ({self.n_layers} layers), got {self.window_layers!r}"
-                )
+        if self.window_layers is None:
+            return
+        if self.sliding_window is None:
+            raise ValueError(f"window_layers needs a sliding_window, got window_layers={self.window_layers!r}")
+        if _whole(self.window_layers, "window_layers", "layers") > self.n_layers:
+            raise ValueError(
+                f"window_layers must be from 0 to n_layers ({self.n_layers} layers), got {self.window_layers!r}"
+            )
+
+    def _resolve_shared_experts(self, experts: int) -> None:
+        """The shared experts' width (default ``expert_d_ff``) and gate, and the dense first layers."""
         if self.shared_expert_d_ff is None:
-            object.__setattr__(self, "shared_expert_d_ff", self.expert_d_ff)
+            self._resolve("shared_expert_d_ff", self.expert_d_ff)
         else:
             _positive_int(self.shared_expert_d_ff, "shared_expert_d_ff", "features")
         if self.shared_expert_gate and not self.n_shared_experts:
@@ -328,8 +364,6 @@ class TransformerConfig:
                 f"n_dense_layers must be from 0 to n_layers - 1 ({self.n_layers - 1}) in a mixture of experts "
                 f"(n_experts > 1), got {self.n_dense_layers!r} with n_experts={experts}"
             )
-        if not isinstance(self.name, str):
-            raise TypeError(f"name must be a string, got {type(self.name).__name__} {self.name!r}")
 
     # --- shape ----------------------------------------------------------------------------
 
@@ -813,15 +847,13 @@ STACK_100M = TransformerConfig(
 
 # --- the shipped model configs ---------------------------------------------------------------
 
-_PUBLISHED_FILE = "published.json"
-
-
-def _models_dir():
-    return resources.files("roofline_lib.models").joinpath("configs")
+_PUBLISHED_FILE = "configs/published.json"  # in roofline_lib/models
+_PUBLISHED_FIELDS = ("name", "total", "source", "architecture", "seq_len", "seq_len_source")
+_PUBLISHED_OPTIONAL = ("note", "rounded_to", "active", "active_rounded_to")
 
 
 def _published_table() -> dict:
-    return json.loads(_models_dir().joinpath(_PUBLISHED_FILE).read_text(encoding="utf-8"))
+    return read_records(__package__, _PUBLISHED_FILE, required=_PUBLISHED_FIELDS, optional=_PUBLISHED_OPTIONAL)
 
 
 def shipped_models() -> tuple[str, ...]:
@@ -845,9 +877,9 @@ def model_config(name, *, seq_len=None) -> TransformerConfig:
     key = name.strip().lower().replace("_", "-").replace(" ", "-")
     if key not in table:
         raise ValueError(f"unknown model {name!r}; shipped models: {', '.join(table)}")
-    text = _models_dir().joinpath(f"{key}.json").read_text(encoding="utf-8")
+    config = read_table(__package__, f"configs/{key}.json")  # a Hugging Face-style config.json
     trained_at = table[key]["seq_len"] if seq_len is None else seq_len
-    return TransformerConfig.from_hf_config(json.loads(text), seq_len=trained_at, name=table[key]["name"])
+    return TransformerConfig.from_hf_config(config, seq_len=trained_at, name=table[key]["name"])
 
 
 def published_params(name) -> dict:

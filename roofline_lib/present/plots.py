@@ -27,6 +27,7 @@ from matplotlib.ticker import FuncFormatter
 from ..core.checks import _positive
 from ..core.formatting import flops_rate as _flops_rate
 from ..core.formatting import num as _num
+from ..core.formatting import to_unit
 from ..core.hardware import GPUSpec, as_gpu
 from ..core.roofline import ridge_point
 from .prose import ROLE as PROSE_ROLE
@@ -43,7 +44,6 @@ __all__ = [
     "figure_text",
 ]
 
-_TERA = 1e12  # FLOP/s -> TFLOP/s, and bytes/s -> TB/s, at the edge only
 _MEMORY_STYLES = {"hbm": "-", "l2": (0, (1, 1))}  # HBM solid, L2 dotted
 _MEMORY_ROOFS = tuple(_MEMORY_STYLES)
 _POINT_KINDS = ("predicted", "measured")
@@ -61,6 +61,11 @@ _COMPUTE_STYLES = {
 }
 _MEASURED_COLOR = "0.15"  # near-black: measured roofs stand apart from the coloured datasheet ones
 _MEASURED_STYLE = (0, (6, 2, 1, 2))  # dash-dot: both roofs of a measured machine
+
+
+def _tflops(flops_per_s):
+    """FLOP/s in TFLOP/s, the y axis's unit (converted at the edge only)."""
+    return to_unit(flops_per_s, "TFLOP/s")
 
 
 class RooflineFigure(Figure):
@@ -173,7 +178,7 @@ def _plan(gpus, precisions, points, memory_roofs, measured, title, intensity_ran
     for m in meas:
         if not (hasattr(m, "bytes_per_s") and hasattr(m, "flops_per_s") and hasattr(m, "ridge")):
             raise TypeError(
-                f"measured must be a MeasuredCeilings from measure.measure_ceilings(), got {type(m).__name__}"
+                f"measured must be a MeasuredCeilings from measured_roofs.measure_ceilings(), got {type(m).__name__}"
             )
     if not specs and not meas:
         raise ValueError("nothing to draw: give at least one GPU in gpus or a measured machine")
@@ -197,18 +202,20 @@ def _plan(gpus, precisions, points, memory_roofs, measured, title, intensity_ran
             if not bytes_per_s:  # the registry has every HBM figure, not every L2 one
                 plan.notes.append(f"{spec.name} has no L2 bandwidth in the registry, so no L2 roof is drawn.")
                 continue
-            label = f"{spec.name} {spec.memory_kind if mem == 'hbm' else 'L2'} {_num(bytes_per_s / _TERA)} TB/s"
+            label = (
+                f"{spec.name} {spec.memory_kind if mem == 'hbm' else 'L2'} {_num(to_unit(bytes_per_s, 'TB/s'))} TB/s"
+            )
             plan.roofs.append(_Roof(spec.name, label, color, _MEMORY_STYLES[mem], slope=bytes_per_s, top=top))
         for p in present:
             peak = spec.peak_flops_per_s(p)
             unit = "CUDA cores" if p == "fp32" else "tensor cores"
-            label = f"{spec.name} {p} ({unit}) {_num(peak / _TERA)} TFLOP/s"
+            label = f"{spec.name} {p} ({unit}) {_num(_tflops(peak))} TFLOP/s"
             plan.roofs.append(_Roof(spec.name, label, color, _COMPUTE_STYLES[p], peak=peak, ridge=ridge_point(spec, p)))
 
     for m in meas:
         owner = f"measured: {m.device_name}"
-        copy = f"{owner} copy {_num(m.bytes_per_s / 1e9)} GB/s"
-        matmul = f"{owner} {m.precision} matmul {_num(m.flops_per_s / 1e9)} GFLOP/s"
+        copy = f"{owner} copy {_num(to_unit(m.bytes_per_s, 'GB/s'))} GB/s"
+        matmul = f"{owner} {m.precision} matmul {_num(to_unit(m.flops_per_s, 'GFLOP/s'))} GFLOP/s"
         plan.roofs += [
             _Roof(owner, copy, _MEASURED_COLOR, _MEASURED_STYLE, slope=m.bytes_per_s, top=m.flops_per_s),
             _Roof(owner, matmul, _MEASURED_COLOR, _MEASURED_STYLE, peak=m.flops_per_s, ridge=m.ridge),
@@ -289,7 +296,7 @@ def plot_roofline(
     precisions the tensor-core roofs; a precision a chip lacks is left out and said so in the
     alt text), its HBM roof, an L2 roof with ``memory_roofs=("hbm", "l2")`` where the registry
     has the L2 bandwidth, and each ridge as a dotted vertical with its value. ``measured`` takes
-    one or more :class:`~roofline_lib.evidence.measure.MeasuredCeilings`, drawn in dark dash-dots beside
+    one or more :class:`~roofline_lib.evidence.measured_roofs.MeasuredCeilings`, drawn in dark dash-dots beside
     the datasheet roofs. ``points`` takes :class:`Point` objects, or MeasuredKernel results,
     drawn as a filled measured dot under a hollow predicted one.
     """
@@ -306,84 +313,99 @@ def plot_roofline(
 
 
 def _draw(plan: _Plan, ax, *, legend_outside: bool) -> None:
-    lo, hi = plan.lo, plan.hi
-    xs = np.geomspace(lo, hi, 256)
-    y_values = []
-    for roof in plan.roofs:
-        if roof.slope is not None:
-            x_stop = min(hi, roof.top / roof.slope)
-            x = xs[xs <= x_stop]
-            x = np.append(x, x_stop) if x.size == 0 or x[-1] < x_stop else x
-            ax.plot(x, roof.slope * x / _TERA, color=roof.color, ls=roof.style, lw=2, label=roof.label)
-            y_values.append(roof.slope * lo)
-        else:
-            x_start = min(max(lo, roof.ridge), hi)
-            ax.plot([x_start, hi], [roof.peak / _TERA] * 2, color=roof.color, ls=roof.style, lw=2, label=roof.label)
-            y_values.append(roof.peak)
-            if lo < roof.ridge < hi:
-                ax.axvline(roof.ridge, color=roof.color, ls=":", lw=1, alpha=0.7)
-                # Along the foot of its dotted line, clear of the roofs and the kernel labels.
-                ax.annotate(
-                    f"ridge {_num(roof.ridge)}",
-                    (roof.ridge, 0.02),
-                    xycoords=("data", "axes fraction"),
-                    xytext=(-3, 0),
-                    textcoords="offset points",
-                    rotation=90,
-                    ha="right",
-                    va="bottom",
-                    fontsize=9,
-                    color=roof.color,
-                )
-    labels = []
-    for p in plan.points:
-        filled = p.kind == "measured"
-        ax.plot(
-            [p.intensity],
-            [p.flops_per_s / _TERA],
-            ls="none",
-            marker="o" if filled else "s",
-            ms=7,
-            color="black",
-            markerfacecolor="black" if filled else "white",
-            zorder=5,
-        )
-        # Labels of points in the right third of the axis go to their left, away from the legend.
-        right = np.log(p.intensity / lo) > (2 / 3) * np.log(hi / lo)
-        labels.append(
-            ax.annotate(
-                p.label,
-                (p.intensity, p.flops_per_s / _TERA),
-                xytext=(-6 if right else 6, -11 if filled else 4),
-                textcoords="offset points",
-                fontsize=9,
-                ha="right" if right else "left",
-            )
-        )
-        y_values.append(p.flops_per_s)
+    """Draw ``plan`` on ``ax``: its roofs and ridges, its points and their labels, then the axes and legend."""
+    y_values = [_draw_roof(ax, roof, plan.lo, plan.hi) for roof in plan.roofs]
+    labels = [_draw_point(ax, p, plan.lo, plan.hi) for p in plan.points]
+    y_values += [p.flops_per_s for p in plan.points]
+    _dress_axes(ax, plan, y_values)
+    _legend(ax, {p.kind for p in plan.points}, legend_outside)
+    _untangle(ax, labels)
+
+
+def _draw_roof(ax, roof: _Roof, lo: float, hi: float) -> float:
+    """One roof across ``lo..hi`` FLOP/byte (a compute roof with its ridge); returns its lowest FLOP/s on the axis."""
+    if roof.slope is not None:
+        xs = np.geomspace(lo, hi, 256)
+        x_stop = min(hi, roof.top / roof.slope)
+        x = xs[xs <= x_stop]
+        x = np.append(x, x_stop) if x.size == 0 or x[-1] < x_stop else x
+        ax.plot(x, _tflops(roof.slope * x), color=roof.color, ls=roof.style, lw=2, label=roof.label)
+        return roof.slope * lo
+    x_start = min(max(lo, roof.ridge), hi)
+    ax.plot([x_start, hi], [_tflops(roof.peak)] * 2, color=roof.color, ls=roof.style, lw=2, label=roof.label)
+    if lo < roof.ridge < hi:
+        _draw_ridge(ax, roof)
+    return roof.peak
+
+
+def _draw_ridge(ax, roof: _Roof) -> None:
+    """The ridge as a thin dotted vertical, its value along the foot, clear of the roofs and the kernel labels."""
+    ax.axvline(roof.ridge, color=roof.color, ls=":", lw=1, alpha=0.7)
+    ax.annotate(
+        f"ridge {_num(roof.ridge)}",
+        (roof.ridge, 0.02),
+        xycoords=("data", "axes fraction"),
+        xytext=(-3, 0),
+        textcoords="offset points",
+        rotation=90,
+        ha="right",
+        va="bottom",
+        fontsize=9,
+        color=roof.color,
+    )
+
+
+def _draw_point(ax, p: Point, lo: float, hi: float):
+    """A kernel's marker (filled if measured, a hollow square if predicted) and its label; returns the label."""
+    filled = p.kind == "measured"
+    y = _tflops(p.flops_per_s)
+    ax.plot(
+        [p.intensity],
+        [y],
+        ls="none",
+        marker="o" if filled else "s",
+        ms=7,
+        color="black",
+        markerfacecolor="black" if filled else "white",
+        zorder=5,
+    )
+    # Labels of points in the right third of the axis go to their left, away from the legend.
+    right = np.log(p.intensity / lo) > (2 / 3) * np.log(hi / lo)
+    return ax.annotate(
+        p.label,
+        (p.intensity, y),
+        xytext=(-6 if right else 6, -11 if filled else 4),
+        textcoords="offset points",
+        fontsize=9,
+        ha="right" if right else "left",
+    )
+
+
+def _dress_axes(ax, plan: _Plan, y_values: list[float]) -> None:
+    """Log-log axes with plain tick labels, spanning the plan's intensities and every drawn FLOP/s."""
     ax.set_xscale("log")
     ax.set_yscale("log")
     plain = FuncFormatter(lambda value, _pos: f"{value:g}")  # 0.1, 1, 10 rather than 10^-1
     ax.xaxis.set_major_formatter(plain)
     ax.yaxis.set_major_formatter(plain)
-    ax.set_xlim(lo, hi)
-    y_lo = min(y_values) / _TERA / 2
-    y_hi = max(y_values) / _TERA * 2.5
-    ax.set_ylim(y_lo, y_hi)
+    ax.set_xlim(plan.lo, plan.hi)
+    ax.set_ylim(_tflops(min(y_values)) / 2, _tflops(max(y_values)) * 2.5)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable TFLOP/s")
     ax.grid(True, which="major", alpha=0.3)
     ax.set_title(plan.title)
-    kinds = {p.kind for p in plan.points}
+
+
+def _legend(ax, kinds: set[str], outside: bool) -> None:
+    """The legend, with one entry per kind of point drawn; beside the axes when ``outside``."""
     if "predicted" in kinds:
         ax.plot([], [], ls="none", marker="s", color="black", markerfacecolor="white", label="predicted point")
     if "measured" in kinds:
         ax.plot([], [], ls="none", marker="o", color="black", label="measured point")
-    if legend_outside:
+    if outside:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     else:
         ax.legend(fontsize=9)
-    _untangle(ax, labels)
 
 
 def _untangle(ax, labels) -> None:
@@ -513,15 +535,21 @@ def figure_text(name: str, folder=None) -> tuple[str, str] | None:
     here = Path.cwd() if folder is None else Path(folder)
     candidates = [here, *(here.parent / sub for sub in _PAGE_FOLDERS if here.parent / sub != here)]
     needle = f"name: {name}"
-    for directory in candidates:
-        for path in sorted(directory.glob("*.md")) if directory.is_dir() else ():
-            try:
-                if needle in path.read_text(encoding="utf-8"):
-                    text = _figure_cells(path).get(name)
-                    if text is not None:
-                        return text
-            except (OSError, UnicodeDecodeError, ValueError):
-                continue  # an unreadable page holds no caption for us
+    pages = (path for directory in candidates if directory.is_dir() for path in sorted(directory.glob("*.md")))
+    for path in pages:
+        text = _page_figure_text(path, name, needle)
+        if text is not None:
+            return text
+    return None
+
+
+def _page_figure_text(path: Path, name: str, needle: str) -> tuple[str, str] | None:
+    """The caption and alt text of figure cell ``name`` on page ``path``; None if it has none or cannot be read."""
+    try:
+        if needle in path.read_text(encoding="utf-8"):
+            return _figure_cells(path).get(name)
+    except (OSError, UnicodeDecodeError, ValueError):
+        pass  # an unreadable page holds no caption for us
     return None
 
 

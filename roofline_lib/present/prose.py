@@ -26,8 +26,7 @@ Writing a chapter, then:
 * a figure is its cell's output: the cell ends with ``plots.show(fig, "fig-name")``, and keeps
   its caption, name and alt text in its ``mystnb: {figure: {caption, name}, image: {alt}}``
   metadata (the website reads them there; ``plots.show`` hands them to JupyterLab);
-* ``tools/glue_to_eval.py`` converts a chapter written for myst-nb's glue and checks the first
-  rule.
+* the chapter tests hold every chapter to the first rule without building the book.
 
 Before a reader runs a chapter in JupyterLab, its roles show the values of the last book build:
 while the book builds a page, ``ROOFLINE_PROSE_RECORD`` names a JSON file (the site extension

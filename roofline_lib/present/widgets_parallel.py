@@ -1,6 +1,6 @@
 """The parallelism planner as an ipywidgets explorer: pick a model, a cluster and a layout.
 
-:func:`parallel_explorer` returns a :class:`~roofline_lib.present.widgets.Explorer` whose figure draws the
+:func:`parallel_explorer` returns a :class:`~roofline_lib.present.explorer.Explorer` whose figure draws the
 step's roofs (compute with its bubble, HBM, and each parallel dimension's communication) as bars,
 the binding one in red, and the memory per GPU beside the GPU's capacity. Every number comes from
 :func:`roofline_lib.workloads.parallel.plan`; the explorer only arranges it.
@@ -11,15 +11,79 @@ from __future__ import annotations
 import ipywidgets as w
 
 from ..core.formatting import num as _fmt
+from ..core.formatting import to_unit
 from ..core.interconnect import node_registry
 from ..models.transformer import model_config, shipped_models
 from ..workloads.parallel import cluster, plan
-from .widgets import Explorer, _error, _figure, _powers_of_two_slider
+from .explorer import Explorer, _figure, _powers_of_two_slider
 
 __all__ = ["parallel_explorer"]
 
-_GIB = 2**30  # bytes -> GiB at the edge
 _ROOF_ORDER = ("compute", "hbm", "tp", "cp", "dp", "ep", "pp")
+
+
+def _gib(n_bytes: float) -> float:
+    """Bytes in GiB, the unit the explorer writes memory in."""
+    return to_unit(n_bytes, "GiB")
+
+
+def _parallel_controls(model, node, n_gpus, tp, pp, zero, recompute) -> dict[str, w.Widget]:
+    """Model, node, GPU count, tp, pp, ZeRO stage and activation recomputation."""
+    return {
+        "model": w.Dropdown(options=list(shipped_models()), value=model, description="model"),
+        "node": w.Dropdown(
+            options=[(n.name, key) for key, n in node_registry().items()], value=node, description="node"
+        ),
+        "n_gpus": _powers_of_two_slider(n_gpus, range(3, 15), "GPUs"),
+        "tp": _powers_of_two_slider(tp, range(0, 4), "tp"),
+        "pp": _powers_of_two_slider(pp, range(0, 5), "pp"),
+        "zero": w.Dropdown(options=[0, 1, 2, 3], value=zero, description="ZeRO"),
+        "recompute": w.Dropdown(options=["none", "selective", "full"], value=recompute, description="recompute"),
+    }
+
+
+def _layout_plan(v: dict, global_batch: int, seq_len: int):
+    """The planner's step for the controls' values ``v``: dp is what tp x pp leave, the batch a multiple of dp."""
+    if v["n_gpus"] % (v["tp"] * v["pp"]):
+        raise ValueError(f"tp x pp = {v['tp'] * v['pp']} GPUs must divide n_gpus = {v['n_gpus']} GPUs")
+    dp = v["n_gpus"] // (v["tp"] * v["pp"])
+    return plan(
+        v["model"],
+        cluster(v["node"], v["n_gpus"]),
+        dp=dp,
+        tp=v["tp"],
+        pp=v["pp"],
+        zero=v["zero"],
+        global_batch=max(global_batch, dp) // dp * dp,
+        seq_len=seq_len,
+        recompute=v["recompute"],
+    )
+
+
+def _draw_roofs(ax, p, v: dict) -> None:
+    """One bar per roof in seconds, the binding one red; the title names the layout and its memory."""
+    names = [n for n in _ROOF_ORDER if n in p.roofs]
+    ax.barh(names, [p.roofs[n] for n in names], color=["C3" if n == p.binding else "C0" for n in names])
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds per step (each roof on its own)")
+    dp = v["n_gpus"] // (v["tp"] * v["pp"])
+    ax.set_title(
+        f"{p.model}, {v['n_gpus']} GPUs: dp={dp} tp={v['tp']} pp={v['pp']} ZeRO-{v['zero']}; "
+        f"memory {_gib(p.memory.total):.0f} of {_gib(p.memory.capacity):.0f} GiB",
+        fontsize=8,
+    )
+
+
+def _parallel_readout(p) -> str:
+    """The sentence under the bars: the binding roof, the step time, MFU and the memory per GPU."""
+    fit = "fits" if p.fits else "<b>does not fit</b>"
+    m = p.memory
+    return (
+        f"<b>{p.binding}</b> binds: step &ge; <b>{_fmt(p.step_seconds)} s</b> "
+        f"({_fmt(p.serial_seconds)} s if nothing overlaps), MFU at most <b>{p.mfu:.0%}</b>. "
+        f"Memory per GPU {_fmt(_gib(m.total))} GiB (state {_fmt(_gib(m.state))}, "
+        f"activations {_fmt(_gib(m.activations))}): {fit}."
+    )
 
 
 def parallel_explorer(
@@ -38,75 +102,26 @@ def parallel_explorer(
     ``dp`` is what is left: ``n_gpus / (tp * pp)``. A layout the planner refuses shows its reason.
     """
     model_config(model)  # checks the name
-    start = plan(
-        model,
-        cluster(node, n_gpus),
-        dp=n_gpus // (tp * pp),
-        tp=tp,
-        pp=pp,
-        zero=zero,
-        global_batch=global_batch,
-        seq_len=seq_len,
-        recompute=recompute,
-    )  # refuses a bad starting layout
-    controls = {
-        "model": w.Dropdown(options=list(shipped_models()), value=model, description="model"),
-        "node": w.Dropdown(
-            options=[(n.name, key) for key, n in node_registry().items()], value=node, description="node"
-        ),
-        "n_gpus": _powers_of_two_slider(n_gpus, range(3, 15), "GPUs"),
-        "tp": _powers_of_two_slider(tp, range(0, 4), "tp"),
-        "pp": _powers_of_two_slider(pp, range(0, 5), "pp"),
-        "zero": w.Dropdown(options=[0, 1, 2, 3], value=zero, description="ZeRO"),
-        "recompute": w.Dropdown(options=["none", "selective", "full"], value=recompute, description="recompute"),
-    }
+    layout = dict(
+        dp=n_gpus // (tp * pp), tp=tp, pp=pp, zero=zero, global_batch=global_batch, seq_len=seq_len, recompute=recompute
+    )
+    start = plan(model, cluster(node, n_gpus), **layout)  # refuses a bad starting layout
+    controls = _parallel_controls(model, node, n_gpus, tp, pp, zero, recompute)
     fig, ax = _figure()
     fig.subplots_adjust(left=0.2)
-    explorer = None
 
     def recompute_view() -> None:
         v = {k: c.value for k, c in controls.items()}
         ax.clear()
         try:
-            if v["n_gpus"] % (v["tp"] * v["pp"]):
-                raise ValueError(f"tp x pp = {v['tp'] * v['pp']} GPUs must divide n_gpus = {v['n_gpus']} GPUs")
-            dp = v["n_gpus"] // (v["tp"] * v["pp"])
-            batch = max(global_batch, dp) // dp * dp
-            p = plan(
-                v["model"],
-                cluster(v["node"], v["n_gpus"]),
-                dp=dp,
-                tp=v["tp"],
-                pp=v["pp"],
-                zero=v["zero"],
-                global_batch=batch,
-                seq_len=seq_len,
-                recompute=v["recompute"],
-            )
+            p = _layout_plan(v, global_batch, seq_len)
         except (ValueError, TypeError) as err:
             ax.set_title("layout refused", fontsize=9)
-            explorer.result = None
-            explorer.readout.value = _error(str(err))
+            explorer.show_error(str(err))
             return
-        names = [n for n in _ROOF_ORDER if n in p.roofs]
-        seconds = [p.roofs[n] for n in names]
-        colors = ["C3" if n == p.binding else "C0" for n in names]
-        ax.barh(names, seconds, color=colors)
-        ax.invert_yaxis()
-        ax.set_xlabel("seconds per step (each roof on its own)")
-        ax.set_title(
-            f"{p.model}, {v['n_gpus']} GPUs: dp={dp} tp={v['tp']} pp={v['pp']} ZeRO-{v['zero']}; "
-            f"memory {p.memory.total / _GIB:.0f} of {p.memory.capacity / _GIB:.0f} GiB",
-            fontsize=8,
-        )
+        _draw_roofs(ax, p, v)
         explorer.result = p
-        fit = "fits" if p.fits else "<b>does not fit</b>"
-        explorer.readout.value = (
-            f"<b>{p.binding}</b> binds: step &ge; <b>{_fmt(p.step_seconds)} s</b> "
-            f"({_fmt(p.serial_seconds)} s if nothing overlaps), MFU at most <b>{p.mfu:.0%}</b>. "
-            f"Memory per GPU {_fmt(p.memory.total / _GIB)} GiB (state {_fmt(p.memory.state / _GIB)}, "
-            f"activations {_fmt(p.memory.activations / _GIB)}): {fit}."
-        )
+        explorer.readout.value = _parallel_readout(p)
 
     def site_state() -> dict[str, object]:
         return {k: c.value for k, c in controls.items()} | {"global_batch": global_batch, "seq_len": seq_len}

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 from ..core.checks import _fraction, _model_params, _positive, _positive_int
-from ..core.formatting import gib
+from ..core.formatting import gib, to_unit
 from ..core.hardware import as_gpu, bytes_per_element
 from ..core.ops import FLOP_PER_MAC, gemm
 from ..core.roofline import Roof, ridge_point
@@ -42,10 +42,7 @@ __all__ = [
     "kv_cache_bytes_per_token",
     "kv_cache_bytes",
     "max_batch_for_context",
-    "decode_step_bytes",
     "kv_crossover_context",
-    "KVDecodeCeiling",
-    "kv_decode_ceiling",
     "QuantisationRow",
     "quantisation_table",
     "expected_experts_touched",
@@ -236,8 +233,8 @@ class DecodeCeiling:
 
     def __str__(self) -> str:
         text = (
-            f"{self.gpu}, {self.n_params / 1e9:.4g}B params at {self.bytes_per_param:g} B/param "
-            f"({self.weight_bytes / 1e9:.4g} GB read per step), batch {self.batch}: "
+            f"{self.gpu}, {to_unit(self.n_params, 'B params'):.4g}B params at {self.bytes_per_param:g} B/param "
+            f"({to_unit(self.weight_bytes, 'GB'):.4g} GB read per step), batch {self.batch}: "
             f"{self.tokens_per_s:.4g} tok/s ceiling, {self.ms_per_token:.4g} ms per step, "
             f"{self.bound}-bound, {self.share_of_peak:.2%} of the {self.precision} peak"
         )
@@ -262,8 +259,7 @@ def decode_roofline(n_params, gpu, bytes_per_param=2, precision=None, batch=1) -
     experts the experts the batch touches) and the FLOPs are the model's matmuls for the active
     parameters; ``n_params`` reports the total, which is what must fit in memory.
 
-    The KV cache and activations are not counted here (see :func:`model_decode_ceiling` and
-    :func:`kv_decode_ceiling`).
+    The KV cache and activations are not counted here (see :func:`model_decode_ceiling`).
 
     ``precision`` is the precision the math runs in, which sets the compute peak. By default it
     follows the weight width (2 -> bf16, 1 -> fp8, 0.5 -> fp4, 4 -> fp32), and a chip without
@@ -279,33 +275,13 @@ def decode_roofline(n_params, gpu, bytes_per_param=2, precision=None, batch=1) -
     spec = as_gpu(gpu)
     b = _positive(bytes_per_param, "bytes_per_param", "bytes per parameter")
     batch = _positive_int(batch, "batch", "sequences")
-    if isinstance(n_params, TransformerConfig):
-        cfg = n_params
-        n = float(cfg.n_params())
-        weight_bytes = decode_step_bytes_of(cfg, batch, bytes_per_param=b).weights
-        flops_per_token = decode_flops_per_token(cfg, None)
-    else:
-        n = _model_params(n_params)  # 70 means 70e9: refused with a hint about the unit
-        weight_bytes = n * b
-        flops_per_token = FLOP_PER_MAC * n  # one multiply-accumulate per weight
+    n, weight_bytes, flops_per_token = _decode_step_counts(n_params, batch, b)
     if precision is None:
         precision = precision_for_bytes(b)
     peak = _peak_for(spec, precision, b)
 
-    flops_per_step = flops_per_token * batch
-    memory_seconds = weight_bytes / spec.hbm_bytes_per_s
-    compute_seconds = flops_per_step / peak
-    roof = Roof(peak, spec.hbm_bytes_per_s, f"{spec.name} {precision}")
-    seconds_per_step = roof.seconds(flops_per_step, weight_bytes)  # the larger of the two
-    tokens_per_s = batch / seconds_per_step
-    achieved = flops_per_token * tokens_per_s
-
     stored_bytes = n * b  # every weight is stored, whether or not this step reads it
-    capacity = spec.hbm_capacity_bytes
-    fits, warning = _fits(spec, stored_bytes, "the weights")
-    gpus_needed = 1 if capacity is None else min_gpus_to_fit(stored_bytes, spec)
-    if not fits:
-        warning += f"; the weights alone need at least {gpus_needed} cards"
+    fits, warning, gpus_needed = _weights_fit(spec, stored_bytes)
     return DecodeCeiling(
         gpu=spec.name,
         n_params=n,
@@ -313,20 +289,52 @@ def decode_roofline(n_params, gpu, bytes_per_param=2, precision=None, batch=1) -
         precision=precision.strip().lower(),
         batch=batch,
         weight_bytes=weight_bytes,
-        capacity_bytes=capacity,
+        capacity_bytes=spec.hbm_capacity_bytes,
         fits_in_memory=fits,
         min_gpus_to_fit=gpus_needed,
-        memory_seconds=memory_seconds,
-        compute_seconds=compute_seconds,
+        **_decode_step_on_roof(
+            Roof(peak, spec.hbm_bytes_per_s, f"{spec.name} {precision}"), flops_per_token, batch, weight_bytes
+        ),
+        warning=warning,
+    )
+
+
+def _decode_step_on_roof(roof: Roof, flops_per_token: float, batch: int, weight_bytes: float) -> dict[str, float | str]:
+    """One decode step on ``roof``: the two walls, the larger, and the rates that follow from it."""
+    flops_per_step = flops_per_token * batch
+    seconds_per_step = roof.seconds(flops_per_step, weight_bytes)  # the larger of the two walls
+    tokens_per_s = batch / seconds_per_step
+    achieved = flops_per_token * tokens_per_s
+    return dict(
+        memory_seconds=weight_bytes / roof.bytes_per_s,
+        compute_seconds=flops_per_step / roof.peak_flops_per_s,
         seconds_per_step=seconds_per_step,
         ms_per_token=seconds_per_step * 1e3,
         tokens_per_s=tokens_per_s,
         achieved_flops_per_s=achieved,
-        peak_flops_per_s=peak,
-        share_of_peak=achieved / peak,
+        peak_flops_per_s=roof.peak_flops_per_s,
+        share_of_peak=achieved / roof.peak_flops_per_s,
         bound=roof.bound(flops_per_step / weight_bytes),  # the one verdict: Roof.bound at the step's intensity
-        warning=warning,
     )
+
+
+def _decode_step_counts(n_params, batch: int, b: float) -> tuple[float, float, float]:
+    """(total parameters, weight bytes one decode step reads, FLOPs per token) for a count or a config."""
+    if isinstance(n_params, TransformerConfig):
+        cfg = n_params
+        weight_bytes = decode_step_bytes_of(cfg, batch, bytes_per_param=b).weights
+        return float(cfg.n_params()), weight_bytes, decode_flops_per_token(cfg, None)
+    n = _model_params(n_params)  # 70 means 70e9: refused with a hint about the unit
+    return n, n * b, FLOP_PER_MAC * n  # one multiply-accumulate per weight
+
+
+def _weights_fit(spec, stored_bytes: float) -> tuple[bool, str | None, int]:
+    """(fits on one card, the warning if any, cards the weights need): the capacity check of a decode ceiling."""
+    fits, warning = _fits(spec, stored_bytes, "the weights")
+    gpus_needed = 1 if spec.hbm_capacity_bytes is None else min_gpus_to_fit(stored_bytes, spec)
+    if not fits:
+        warning += f"; the weights alone need at least {gpus_needed} cards"
+    return fits, warning, gpus_needed
 
 
 # --------------------------------------------------------------------------- KV cache
@@ -370,19 +378,6 @@ def max_batch_for_context(gpu, weight_bytes, kv_bytes_per_token, context_len, re
     return math.floor(free_bytes / (kv * tokens) * (1 + 1e-12))  # 1e-12: forgive float noise
 
 
-def decode_step_bytes(weight_bytes, kv_bytes_per_token, context_len, batch) -> float:
-    """HBM bytes of one decode step: the weights once, plus every sequence's KV cache once.
-
-    weight_bytes + batch * context_len * kv_bytes_per_token. The weights are shared by the
-    batch; the KV cache is not, which is why it becomes the next bandwidth wall.
-    """
-    w = _positive(weight_bytes, "weight_bytes", "bytes")
-    kv = _positive(kv_bytes_per_token, "kv_bytes_per_token", "bytes per token")
-    tokens = _positive_int(context_len, "context_len", "tokens")
-    sequences = _positive_int(batch, "batch", "sequences")
-    return w + sequences * tokens * kv
-
-
 def kv_crossover_context(weight_bytes, kv_bytes_per_token, batch=1) -> float:
     """Context length (tokens) at which the batch's KV reads equal the weight reads per step.
 
@@ -392,61 +387,6 @@ def kv_crossover_context(weight_bytes, kv_bytes_per_token, batch=1) -> float:
     kv = _positive(kv_bytes_per_token, "kv_bytes_per_token", "bytes per token")
     sequences = _positive_int(batch, "batch", "sequences")
     return w / (sequences * kv)
-
-
-@dataclass(frozen=True)
-class KVDecodeCeiling:
-    """Bandwidth ceiling of one decode step that reads the weights and the KV cache. SI units."""
-
-    gpu: str
-    batch: int
-    context_len: int
-    weight_bytes: float
-    kv_bytes: float  # KV cache read per step, all sequences
-    step_bytes: float
-    kv_share: float  # kv_bytes / step_bytes, a fraction
-    seconds_per_step: float
-    ms_per_token: float
-    tokens_per_s: float  # all sequences together
-    fits_in_memory: bool  # weights + KV cache against the card's capacity
-    warning: str | None
-
-    def __str__(self) -> str:
-        text = (
-            f"{self.gpu}, batch {self.batch} x {self.context_len} tokens: "
-            f"{self.step_bytes / 1e9:.4g} GB per step ({self.kv_share:.0%} KV cache), "
-            f"{self.tokens_per_s:.4g} tok/s ceiling"
-        )
-        return f"WARNING: {self.warning}\n{text}" if self.warning else text
-
-
-def kv_decode_ceiling(gpu, weight_bytes, kv_bytes_per_token, context_len, batch=1) -> KVDecodeCeiling:
-    """Decode ceiling when each step reads the weights and every sequence's KV cache.
-
-    seconds_per_step = decode_step_bytes(...) / HBM bytes/s, tokens_per_s = batch / that.
-    Only the bandwidth wall is modelled (decode is memory-bound until the batch nears the
-    ridge; :func:`decode_roofline` adds the compute wall). Every sequence is taken at the full
-    ``context_len``; the attention FLOPs are not counted.
-    """
-    spec = as_gpu(gpu)
-    step_bytes = decode_step_bytes(weight_bytes, kv_bytes_per_token, context_len, batch)
-    kv_bytes = step_bytes - float(weight_bytes)
-    seconds_per_step = step_bytes / spec.hbm_bytes_per_s
-    fits, warning = _fits(spec, step_bytes, "weights plus KV cache")  # a step reads all it stores
-    return KVDecodeCeiling(
-        gpu=spec.name,
-        batch=int(batch),
-        context_len=int(context_len),
-        weight_bytes=float(weight_bytes),
-        kv_bytes=kv_bytes,
-        step_bytes=step_bytes,
-        kv_share=kv_bytes / step_bytes,
-        seconds_per_step=seconds_per_step,
-        ms_per_token=seconds_per_step * 1e3,
-        tokens_per_s=int(batch) / seconds_per_step,
-        fits_in_memory=fits,
-        warning=warning,
-    )
 
 
 # --------------------------------------------------------------------------- quantisation
@@ -659,7 +599,7 @@ class ModelDecodeCeiling:
         text = (
             f"{self.model} on {self.gpu}, batch {self.batch}"
             f"{'' if self.context_len is None else f' x {self.context_len} tokens'}: "
-            f"{self.bytes.total / 1e9:.4g} GB per step ({self.bytes.kv_cache / self.bytes.total:.0%} KV cache), "
+            f"{to_unit(self.bytes.total, 'GB'):.4g} GB per step ({self.bytes.kv_cache / self.bytes.total:.0%} KV cache), "
             f"{self.intensity:.3g} FLOP/byte against a ridge of {self.ridge:.3g}, "
             f"{self.tokens_per_s:.4g} tok/s ceiling, {self.bound}-bound"
         )
@@ -736,8 +676,8 @@ def decode_batch_to_reach_ridge(
         raise ValueError(
             f"{cfg.name or 'this model'} never reaches the {spec.name} {precision} ridge of {ridge:.4g} "
             f"FLOP/byte at a context of {context_len} tokens: each sequence brings its own "
-            f"{per_sequence / 1e6:.4g} MB (mostly KV cache) for {decode_flops_per_token(cfg, context_len) / 1e9:.4g} "
-            f"GFLOP, so however large the batch the intensity stays below {limit:.4g} FLOP/byte"
+            f"{to_unit(per_sequence, 'MB'):.4g} MB (mostly KV cache) for "
+            f"{to_unit(decode_flops_per_token(cfg, context_len), 'GFLOP'):.4g} GFLOP, so however large the batch the intensity stays below {limit:.4g} FLOP/byte"
         )
     low, high = 0, 1
     while intensity(high) < ridge:  # doubling, then bisection: intensity rises with the batch

@@ -20,7 +20,7 @@ pp     a micro-batch's activations at a       2 point-to-point sends per micro-b
        stage boundary                         virtual stage (forward, and its gradient back)
 =====  ====================================  ============================================  ======
 
-Each collective is priced by :func:`~roofline_lib.workloads.comms.node_collective_cost` (hierarchical and
+Each collective is priced by :func:`~roofline_lib.workloads.node_collectives.node_collective_cost` (hierarchical and
 rail-aligned; a group strided across nodes drives only its members' NICs). The pipeline's idle
 *bubble* is ``(pp - 1) / (v m)`` of the compute (:func:`pipeline_bubble_fraction`).
 
@@ -42,11 +42,13 @@ import math
 from dataclasses import dataclass
 
 from ..core.checks import _flag, _positive, _positive_int
-from ..core.hardware import GIB, GPUSpec
+from ..core.formatting import to_unit
+from ..core.hardware import GPUSpec
 from ..core.interconnect import NodeSpec
 from ..core.roofline import Roof
 from ..models.transformer import TransformerConfig, model_config
-from .comms import as_node, collective_bytes_per_rank, node_collective_cost
+from .comms import collective_bytes_per_rank
+from .node_collectives import as_node, node_collective_cost
 from .train_memory import ACTIVATION_RECOMPUTE, _key, _stage, activation_bytes_per_layer, state_bytes_per_param
 from .training import flops_utilisation
 
@@ -274,11 +276,10 @@ class Plan:
 
     def __str__(self) -> str:
         lay = ", ".join(f"{k}={v}" for k, v in self.layout.items())
-        gib = GIB
         return (
             f"{self.model} on {self.cluster} ({lay}): step {self.step_seconds:.3g} s "
             f"({self.binding} binds; {self.serial_seconds:.3g} s if nothing overlaps), MFU <= {self.mfu:.1%}; "
-            f"memory {self.memory.total / gib:.1f} GiB of {self.memory.capacity / gib:.0f} GiB "
+            f"memory {to_unit(self.memory.total, 'GiB'):.1f} GiB of {to_unit(self.memory.capacity, 'GiB'):.0f} GiB "
             f"({'fits' if self.fits else 'does not fit'})"
         )
 
@@ -368,6 +369,237 @@ def _check_layout(cfg: TransformerConfig, c: Cluster, dp, tp, pp, ep, cp, s, gb,
     return m
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """The checked layout and step: every rank count, the ZeRO stage, the batch and its split."""
+
+    dp: int
+    tp: int
+    pp: int
+    ep: int
+    cp: int
+    zero: int
+    seq_len: int
+    global_batch: int
+    micro_batch: int
+    v: int  # virtual stages per GPU
+    recompute: str
+    alpha: float
+    m: int  # micro-batches per step on each data-parallel rank
+
+    def keywords(self) -> dict:
+        """The layout as :class:`Plan` reports it."""
+        keys = ("dp", "tp", "pp", "ep", "cp", "zero", "micro_batch", "v")
+        return {k: getattr(self, k) for k in keys}
+
+
+@dataclass(frozen=True)
+class _Compute:
+    """The step's FLOPs and what the busiest stage's GPU spends on them."""
+
+    tokens: int
+    layers_per_stage: int
+    model_flops: float
+    hardware_flops: float  # recompute included
+    flops_per_gpu: float  # the busiest stage's
+    seconds: float  # at the dense peak, no bubble
+    bubble: float
+    tokens_per_gpu: float  # tokens each pipeline's GPUs see per step
+    peak: float
+
+
+def _layout(cfg, c, dp, tp, pp, ep, cp, zero, seq_len, global_batch, micro_batch, v, recompute, alpha, cross):
+    """Every layout keyword checked, naming the parameter, and the micro-batches per step."""
+    dp, tp, pp, ep, cp = (
+        _positive_int(value, name, "GPUs")
+        for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("ep", ep), ("cp", cp))
+    )
+    z = _stage(zero)
+    s = _positive_int(seq_len, "seq_len", "tokens")
+    gb = _positive_int(global_batch, "global_batch", "sequences")
+    mb = _positive_int(micro_batch, "micro_batch", "sequences")
+    v = _positive_int(v, "virtual_stages", "virtual stages per GPU")
+    mode = _key(recompute, ACTIVATION_RECOMPUTE, "recompute")
+    a = _positive(alpha, "alpha_seconds", "seconds", allow_zero=True)
+    cross = _flag(cross, "allow_cross_node_tp")
+    m = _check_layout(cfg, c, dp, tp, pp, ep, cp, s, gb, mb, v, cross)
+    return _Layout(dp, tp, pp, ep, cp, z, s, gb, mb, v, mode, a, m)
+
+
+def _peak(c: Cluster, compute_precision) -> float:
+    try:
+        return c.gpu.peak_flops_per_s(compute_precision)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"compute_precision: {err}") from None
+
+
+def _compute(cfg: TransformerConfig, c: Cluster, lay: _Layout, convention, peak: float) -> _Compute:
+    """The busiest stage's share of the step's FLOPs, recompute included, and its bubble."""
+    tokens = lay.global_batch * lay.seq_len
+    layers_per_stage = math.ceil(cfg.n_layers / lay.pp)
+    model_flops = cfg.training_flops_per_token(convention, seq_len=lay.seq_len) * tokens
+    forward = cfg.training_flops_per_token("6N") / 3 * tokens  # 2N per token: one forward
+    scores_forward = (cfg.training_flops_per_token("three-term", seq_len=lay.seq_len) / 3 * tokens) - forward
+    extra = {"none": 0.0, "selective": scores_forward, "full": forward + scores_forward}[lay.recompute]
+    hardware_flops = model_flops + extra
+    stage_share = layers_per_stage * lay.pp / cfg.n_layers  # >= 1: the busiest stage's extra layers
+    flops_per_gpu = hardware_flops / c.n_gpus * stage_share
+    seconds = flops_per_gpu / peak
+    return _Compute(
+        tokens=tokens,
+        layers_per_stage=layers_per_stage,
+        model_flops=model_flops,
+        hardware_flops=hardware_flops,
+        flops_per_gpu=flops_per_gpu,
+        seconds=seconds,
+        bubble=seconds * pipeline_bubble_fraction(lay.pp, lay.m, lay.v),
+        tokens_per_gpu=tokens / (lay.dp * lay.cp),
+        peak=peak,
+    )
+
+
+def _roof(work: _Compute, name, what, collective, group, cost, count, message, grows: bool) -> CommsRoof:
+    """One dimension's roof from its priced collectives: intensity, ridge and critical tokens."""
+    seconds, sent, per_node, link = cost
+    intensity = work.flops_per_gpu / sent
+    ridge = work.peak * seconds / sent  # peak over the bytes/s the group gets: the roofs meet here
+    if grows:
+        critical = 0.0 if seconds <= work.seconds else math.inf
+    else:
+        critical = work.tokens_per_gpu * seconds / work.seconds
+    return CommsRoof(
+        name, what, collective, group, per_node, link, count, message, sent, seconds, intensity, ridge, critical
+    )
+
+
+def _activation_message(cfg: TransformerConfig, lay: _Layout) -> float:
+    return lay.micro_batch * (lay.seq_len // lay.cp) * cfg.d_model * _WIRE_BYTES  # one micro-batch, one layer
+
+
+def _tp_roof(cfg, c, lay: _Layout, work: _Compute) -> CommsRoof:
+    act_msg = _activation_message(cfg, lay)
+    count = (6 if lay.recompute == "full" else 4) * work.layers_per_stage * lay.m
+    cost = _cost("all_reduce", act_msg, lay.tp, 1, c, lay.alpha, count, "tp")
+    return _roof(
+        work, "tp", "activations, all-reduced 4 times per layer", "all_reduce", lay.tp, cost, count, act_msg, True
+    )
+
+
+def _cp_roof(cfg, c, lay: _Layout, work: _Compute) -> CommsRoof:
+    kv_msg = lay.micro_batch * lay.seq_len * cfg.kv_cache_width * _WIRE_BYTES / lay.tp  # K and V of the sequence
+    count = 3 * work.layers_per_stage * lay.m
+    cost = _cost("all_gather", kv_msg, lay.cp, lay.tp, c, lay.alpha, count, "cp")
+    return _roof(work, "cp", "keys and values gathered per layer", "all_gather", lay.cp, cost, count, kv_msg, True)
+
+
+def _dp_roof(cfg, c, lay: _Layout, work: _Compute) -> CommsRoof:
+    """The gradients (ZeRO-3: the weights twice, then the gradients) over ``dp x cp``; each routed
+    expert's gradients over its own replicas besides."""
+    n_moe = expert_params(cfg)
+    n_dense = cfg.n_params() - n_moe
+    group, tp, ep, pp = lay.dp * lay.cp, lay.tp, lay.ep, lay.pp
+    kind, count = ("all_gather", 3) if lay.zero == 3 else ("all_reduce", 1)  # ZeRO-3: AG, AG, RS
+    grad_msg = n_dense / (tp * pp) * _WIRE_BYTES
+    seconds, sent, per_node, link = _cost(kind, grad_msg, group, tp, c, lay.alpha, count, "dp x cp")
+    if n_moe and group // ep > 1:  # each expert's gradients over its own replicas
+        e_msg = n_moe / (tp * ep * pp) * _WIRE_BYTES
+        x_s, x_b, *_ = _cost(kind, e_msg, group // ep, tp * ep, c, lay.alpha, count, "dp x cp / ep")
+        seconds, sent = seconds + x_s, sent + x_b
+    what = "weights gathered twice, gradients reduce-scattered" if lay.zero == 3 else "gradients all-reduced once"
+    return _roof(work, "dp", what, kind, group, (seconds, sent, per_node, link), count, grad_msg, False)
+
+
+def _ep_roof(cfg, c, lay: _Layout, work: _Compute) -> CommsRoof:
+    moe_layers = cfg.n_layers - cfg.n_dense_layers if cfg.is_moe else 0
+    moe_layers_per_stage = math.ceil(moe_layers / lay.pp) if moe_layers else 0
+    a2a_msg = _activation_message(cfg, lay) * cfg.experts_per_token / lay.tp  # k copies of each token
+    count = 4 * moe_layers_per_stage * lay.m
+    cost = _cost("all_to_all", a2a_msg, lay.ep, lay.tp, c, lay.alpha, count, "ep")
+    return _roof(work, "ep", "tokens to their experts and back", "all_to_all", lay.ep, cost, count, a2a_msg, True)
+
+
+def _pp_roof(cfg, c, lay: _Layout, work: _Compute) -> CommsRoof:
+    """Point-to-point sends between stages: over NVLink, or the GPU's NIC once the inner ranks fill a node."""
+    across = lay.tp * lay.cp * lay.dp >= c.node.n_gpus
+    bw = c.node.scale_out_bytes_per_s_per_gpu if across else c.node.scale_up_bytes_per_s
+    p_msg = _activation_message(cfg, lay) / lay.tp  # sequence parallel: each TP rank sends its shard
+    count = 2 * lay.m * lay.v
+    p_bytes = count * p_msg
+    link = f"{c.node.scale_out.name}, the GPU's NIC" if across else f"{c.node.scale_up.name}, inside a node"
+    cost = (p_bytes / bw + count * lay.alpha, p_bytes, 1, link)
+    return _roof(work, "pp", "activations between stages", "point_to_point", lay.pp, cost, count, p_msg, True)
+
+
+def _comms_roofs(cfg, c, lay: _Layout, work: _Compute) -> tuple[CommsRoof, ...]:
+    """One roof per parallel dimension that has more than one GPU, in the module docstring's order."""
+    sizes = {"tp": lay.tp, "cp": lay.cp, "dp": lay.dp * lay.cp, "ep": lay.ep, "pp": lay.pp}
+    roofs = {"tp": _tp_roof, "cp": _cp_roof, "dp": _dp_roof, "ep": _ep_roof, "pp": _pp_roof}
+    return tuple(roofs[name](cfg, c, lay, work) for name, size in sizes.items() if size > 1)
+
+
+def _memory(cfg, c, lay: _Layout, work: _Compute, per) -> tuple[MemoryPerGPU, float]:
+    """Bytes per GPU after ZeRO with the activations in flight, and the HBM bytes of one step."""
+    n_moe = expert_params(cfg)
+    dense_gpu = (cfg.n_params() - n_moe) / (lay.tp * lay.pp)
+    moe_gpu = n_moe / (lay.tp * lay.ep * lay.pp)
+    dp_group = lay.dp * lay.cp
+    moe_shard = max(1, dp_group // lay.ep)
+
+    def state(bytes_per_param, level):
+        if lay.zero >= level:
+            return bytes_per_param * (dense_gpu / dp_group + moe_gpu / moe_shard)
+        return bytes_per_param * (dense_gpu + moe_gpu)
+
+    act_layer = activation_bytes_per_layer(
+        lay.seq_len // lay.cp, lay.micro_batch, cfg.d_model, cfg.n_heads, tp=lay.tp, sequence_parallel=lay.tp > 1,
+        recompute=lay.recompute,
+    )  # fmt: skip
+    pp, v = lay.pp, lay.v
+    in_flight = min(pp, lay.m) * ((1 + (pp - 1) / (pp * v)) if v > 1 else 1)  # 1F1B, first stage
+    memory = MemoryPerGPU(
+        weights=state(per.weights, 3),
+        gradients=state(per.gradients, 2),
+        optimizer=state(per.optimizer, 1),
+        activations=act_layer * work.layers_per_stage * in_flight,
+        capacity=float(c.gpu.hbm_capacity_bytes),
+    )
+    hbm_bytes = (
+        lay.m * (3 * per.weights + 2 * per.gradients) * (dense_gpu + moe_gpu)  # weights read fwd + 2x bwd; grads
+        + 2 * memory.state  # the optimizer step reads and writes the GPU's state once
+        + 2 * act_layer * work.layers_per_stage * lay.m  # activations written forward, read backward
+    )
+    return memory, hbm_bytes
+
+
+def _priced(cfg, c: Cluster, lay: _Layout, work: _Compute, comms, memory: MemoryPerGPU, hbm_bytes: float) -> Plan:
+    """Every roof in seconds; the longest binds (all hidden), their sum is the step with none hidden."""
+    hbm = hbm_bytes / c.gpu.hbm_bytes_per_s
+    roofs = {"compute": work.seconds + work.bubble, "hbm": hbm, **{r.name: r.seconds for r in comms}}
+    binding = max(roofs, key=roofs.get)
+    return Plan(
+        model=cfg.name or "model",
+        cluster=str(c),
+        layout=lay.keywords(),
+        tokens_per_step=float(work.tokens),
+        micro_batches=lay.m,
+        layers_per_stage=work.layers_per_stage,
+        compute_seconds=work.seconds,
+        bubble_seconds=work.bubble,
+        hbm_seconds=hbm,
+        comms=comms,
+        roofs=roofs,
+        step_seconds=roofs[binding],
+        binding=binding,
+        serial_seconds=work.seconds + work.bubble + sum(r.seconds for r in comms),
+        memory=memory,
+        model_flops_per_step=work.model_flops,
+        hardware_flops_per_step=work.hardware_flops,
+        peak_flops_per_s=work.peak,
+        n_gpus=c.n_gpus,
+        hbm_bytes_per_s=c.gpu.hbm_bytes_per_s,
+    )
+
+
 def plan(
     model,
     cluster,
@@ -403,146 +635,13 @@ def plan(
     """
     cfg = _model(model)
     c = _as_cluster(cluster)
-    dp, tp, pp, ep, cp = (
-        _positive_int(value, name, "GPUs")
-        for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("ep", ep), ("cp", cp))
-    )
-    z = _stage(zero)
-    s = _positive_int(seq_len, "seq_len", "tokens")
-    gb = _positive_int(global_batch, "global_batch", "sequences")
-    mb = _positive_int(micro_batch, "micro_batch", "sequences")
-    v = _positive_int(virtual_stages, "virtual_stages", "virtual stages per GPU")
-    mode = _key(recompute, ACTIVATION_RECOMPUTE, "recompute")
-    alpha = _positive(alpha_seconds, "alpha_seconds", "seconds", allow_zero=True)
-    cross = _flag(allow_cross_node_tp, "allow_cross_node_tp")
-    m = _check_layout(cfg, c, dp, tp, pp, ep, cp, s, gb, mb, v, cross)
-    try:
-        peak = c.gpu.peak_flops_per_s(compute_precision)
-    except (TypeError, ValueError) as err:
-        raise type(err)(f"compute_precision: {err}") from None
+    lay = _layout(
+        cfg, c, dp, tp, pp, ep, cp, zero, seq_len, global_batch, micro_batch, virtual_stages, recompute,
+        alpha_seconds, allow_cross_node_tp,
+    )  # fmt: skip
+    peak = _peak(c, compute_precision)
     per = state_bytes_per_param(optimizer, precision)
-
-    # compute: the busiest stage's share of the step's FLOPs
-    tokens = gb * s
-    layers_per_stage = math.ceil(cfg.n_layers / pp)
-    model_flops = cfg.training_flops_per_token(convention, seq_len=s) * tokens
-    forward = cfg.training_flops_per_token("6N") / 3 * tokens  # 2N per token: one forward
-    scores_forward = (cfg.training_flops_per_token("three-term", seq_len=s) / 3 * tokens) - forward
-    extra = {"none": 0.0, "selective": scores_forward, "full": forward + scores_forward}[mode]
-    hardware_flops = model_flops + extra
-    stage_share = layers_per_stage * pp / cfg.n_layers  # >= 1: the busiest stage's extra layers
-    flops_per_gpu = hardware_flops / c.n_gpus * stage_share
-    compute = flops_per_gpu / peak
-    bubble = compute * pipeline_bubble_fraction(pp, m, v)
-    tokens_per_gpu = tokens / (dp * cp)  # tokens each pipeline's GPUs see per step
-
-    h = cfg.d_model
-    n_moe = expert_params(cfg)
-    n_dense = cfg.n_params() - n_moe
-    moe_layers = cfg.n_layers - cfg.n_dense_layers if cfg.is_moe else 0
-    moe_layers_per_stage = math.ceil(moe_layers / pp) if moe_layers else 0
-    comms: list[CommsRoof] = []
-
-    def add(name, what, collective, group, cost, count, message, grows):
-        seconds, sent, per_node, link = cost
-        intensity = flops_per_gpu / sent
-        ridge = peak * seconds / sent  # peak over the bytes/s the group gets: the roofs meet here
-        if grows:
-            critical = 0.0 if seconds <= compute else math.inf
-        else:
-            critical = tokens_per_gpu * seconds / compute
-        comms.append(
-            CommsRoof(
-                name, what, collective, group, per_node, link, count, message, sent, seconds, intensity, ridge, critical
-            )
-        )
-
-    act_msg = mb * (s // cp) * h * _WIRE_BYTES  # one micro-batch's activations, one layer
-    if tp > 1:
-        count = (6 if mode == "full" else 4) * layers_per_stage * m
-        add("tp", "activations, all-reduced 4 times per layer", "all_reduce", tp,
-            _cost("all_reduce", act_msg, tp, 1, c, alpha, count, "tp"), count, act_msg, True)  # fmt: skip
-    if cp > 1:
-        kv_msg = mb * s * cfg.kv_cache_width * _WIRE_BYTES / tp  # K and V of the whole sequence
-        count = 3 * layers_per_stage * m
-        add("cp", "keys and values gathered per layer", "all_gather", cp,
-            _cost("all_gather", kv_msg, cp, tp, c, alpha, count, "cp"), count, kv_msg, True)  # fmt: skip
-    dp_group = dp * cp
-    if dp_group > 1:
-        kind, count = ("all_gather", 3) if z == 3 else ("all_reduce", 1)  # ZeRO-3: AG, AG, RS
-        grad_msg = n_dense / (tp * pp) * _WIRE_BYTES
-        seconds, sent, per_node, link = _cost(kind, grad_msg, dp_group, tp, c, alpha, count, "dp x cp")
-        if n_moe and dp_group // ep > 1:  # each expert's gradients over its own replicas
-            e_msg = n_moe / (tp * ep * pp) * _WIRE_BYTES
-            x_s, x_b, *_ = _cost(kind, e_msg, dp_group // ep, tp * ep, c, alpha, count, "dp x cp / ep")
-            seconds, sent = seconds + x_s, sent + x_b
-        what = "weights gathered twice, gradients reduce-scattered" if z == 3 else "gradients all-reduced once"
-        add("dp", what, kind, dp_group, (seconds, sent, per_node, link), count, grad_msg, False)
-    if ep > 1:
-        a2a_msg = mb * (s // cp) * cfg.experts_per_token * h * _WIRE_BYTES / tp  # k copies of each token
-        count = 4 * moe_layers_per_stage * m
-        add("ep", "tokens to their experts and back", "all_to_all", ep,
-            _cost("all_to_all", a2a_msg, ep, tp, c, alpha, count, "ep"), count, a2a_msg, True)  # fmt: skip
-    if pp > 1:
-        inner = tp * cp * dp
-        across = inner >= c.node.n_gpus
-        bw = c.node.scale_out_bytes_per_s_per_gpu if across else c.node.scale_up_bytes_per_s
-        p_msg = act_msg / tp  # sequence parallel: each TP rank sends its shard
-        count = 2 * m * v
-        p_bytes = count * p_msg
-        link = f"{c.node.scale_out.name}, the GPU's NIC" if across else f"{c.node.scale_up.name}, inside a node"
-        add("pp", "activations between stages", "point_to_point", pp,
-            (p_bytes / bw + count * alpha, p_bytes, 1, link), count, p_msg, True)  # fmt: skip
-
-    # memory per GPU, and the HBM roof
-    dense_gpu = n_dense / (tp * pp)
-    moe_gpu = n_moe / (tp * ep * pp)
-    moe_shard = max(1, dp_group // ep)
-
-    def state(bytes_per_param, level):
-        if z >= level:
-            return bytes_per_param * (dense_gpu / dp_group + moe_gpu / moe_shard)
-        return bytes_per_param * (dense_gpu + moe_gpu)
-
-    act_layer = activation_bytes_per_layer(s // cp, mb, h, cfg.n_heads, tp=tp, sequence_parallel=tp > 1, recompute=mode)
-    in_flight = min(pp, m) * ((1 + (pp - 1) / (pp * v)) if v > 1 else 1)  # 1F1B, first stage
-    memory = MemoryPerGPU(
-        weights=state(per.weights, 3),
-        gradients=state(per.gradients, 2),
-        optimizer=state(per.optimizer, 1),
-        activations=act_layer * layers_per_stage * in_flight,
-        capacity=float(c.gpu.hbm_capacity_bytes),
-    )
-    params_gpu = dense_gpu + moe_gpu
-    hbm_bytes = (
-        m * (3 * per.weights + 2 * per.gradients) * params_gpu  # weights read fwd + 2x bwd; grads accumulated
-        + 2 * memory.state  # the optimizer step reads and writes the GPU's state once
-        + 2 * act_layer * layers_per_stage * m  # activations written forward, read backward
-    )
-    hbm = hbm_bytes / c.gpu.hbm_bytes_per_s
-
-    roofs = {"compute": compute + bubble, "hbm": hbm, **{r.name: r.seconds for r in comms}}
-    binding = max(roofs, key=roofs.get)
-    serial = compute + bubble + sum(r.seconds for r in comms)
-    return Plan(
-        model=cfg.name or "model",
-        cluster=str(c),
-        layout={"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": z, "micro_batch": mb, "v": v},
-        tokens_per_step=float(tokens),
-        micro_batches=m,
-        layers_per_stage=layers_per_stage,
-        compute_seconds=compute,
-        bubble_seconds=bubble,
-        hbm_seconds=hbm,
-        comms=tuple(comms),
-        roofs=roofs,
-        step_seconds=roofs[binding],
-        binding=binding,
-        serial_seconds=serial,
-        memory=memory,
-        model_flops_per_step=model_flops,
-        hardware_flops_per_step=hardware_flops,
-        peak_flops_per_s=peak,
-        n_gpus=c.n_gpus,
-        hbm_bytes_per_s=c.gpu.hbm_bytes_per_s,
-    )
+    work = _compute(cfg, c, lay, convention, peak)
+    comms = _comms_roofs(cfg, c, lay, work)
+    memory, hbm_bytes = _memory(cfg, c, lay, work, per)
+    return _priced(cfg, c, lay, work, comms, memory, hbm_bytes)

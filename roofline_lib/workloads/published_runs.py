@@ -130,70 +130,81 @@ def _model_rate(cfg: TransformerConfig, tokens_per_s_per_gpu: float) -> float:
     return cfg.training_flops_per_token("6N") * tokens_per_s_per_gpu
 
 
-def published_runs() -> tuple[PublishedRun, ...]:
-    """The three runs, in the order of the module docstring."""
+def _llama3_405b() -> PublishedRun:
+    """Llama 3 405B on 16,384 H100s (Grattafiori, Dubey et al. 2024)."""
     llama_tflops = 400e12  # Table 4, the 16,384-GPU row at 8K context
     llama_tokens_per_s = llama_tflops / _LLAMA3_405B.training_flops_per_token("three-term")  # attention counted
+    return PublishedRun(
+        key="llama3-405b",
+        title="Llama 3 405B, 16,384 H100s",
+        model=_LLAMA3_405B,
+        node="8x-h100",
+        n_gpus=16384,
+        layout=dict(
+            dp=128, tp=8, pp=16, zero=2, global_batch=2048, seq_len=8192, micro_batch=1, recompute="selective"
+        ),  # fmt: skip  (flash attention keeps no score matrix)
+        published_mfu=0.41,
+        published_flops_per_s_per_gpu=llama_tflops,
+        model_flops_per_s_per_gpu=_model_rate(_LLAMA3_405B, llama_tokens_per_s),
+        counts="BF16 model FLOPs per GPU against the 989 TFLOP/s dense peak; the report counts attention too",
+        source="Grattafiori, Dubey et al. (2024), Table 4: 16,384 GPUs, TP 8, CP 1, PP 16, DP 128, batch 16 per DP rank",
+        notes="FSDP that shards optimizer state and gradients but keeps the weights after the forward "
+        "(ZeRO-2's traffic); an interleaved schedule whose virtual-stage count the report does not print.",
+        cite="grattafiori2024llama3",
+    )
+
+
+def _megatron_1t() -> PublishedRun:
+    """Megatron-LM's 1T GPT on 3,072 A100s (Narayanan et al. 2021)."""
     megatron_tflops = 163e12  # Table 1, the 1T row
     megatron_tokens_per_s = megatron_tflops / _megatron_flops_per_token(_GPT_1T)
-    deepseek_tokens_per_s = 1e12 / (_GPU_HOURS_PER_TRILLION * _SECONDS_PER_HOUR)
-    return (
-        PublishedRun(
-            key="llama3-405b",
-            title="Llama 3 405B, 16,384 H100s",
-            model=_LLAMA3_405B,
-            node="8x-h100",
-            n_gpus=16384,
-            layout=dict(
-                dp=128, tp=8, pp=16, zero=2, global_batch=2048, seq_len=8192, micro_batch=1, recompute="selective"
-            ),  # fmt: skip  (flash attention keeps no score matrix)
-            published_mfu=0.41,
-            published_flops_per_s_per_gpu=llama_tflops,
-            model_flops_per_s_per_gpu=_model_rate(_LLAMA3_405B, llama_tokens_per_s),
-            counts="BF16 model FLOPs per GPU against the 989 TFLOP/s dense peak; the report counts attention too",
-            source="Grattafiori, Dubey et al. (2024), Table 4: 16,384 GPUs, TP 8, CP 1, PP 16, DP 128, batch 16 per DP rank",
-            notes="FSDP that shards optimizer state and gradients but keeps the weights after the forward "
-            "(ZeRO-2's traffic); an interleaved schedule whose virtual-stage count the report does not print.",
-            cite="grattafiori2024llama3",
-        ),
-        PublishedRun(
-            key="megatron-1t",
-            title="Megatron-LM GPT 1T, 3,072 A100s",
-            model=_GPT_1T,
-            node="8x-a100",
-            n_gpus=3072,
-            layout=dict(
-                dp=6, tp=8, pp=64, zero=0, global_batch=3072, seq_len=2048, micro_batch=1, recompute="full"
-            ),  # fmt: skip
-            published_mfu=0.52,
-            published_flops_per_s_per_gpu=megatron_tflops,
-            model_flops_per_s_per_gpu=_model_rate(_GPT_1T, megatron_tokens_per_s),
-            counts="hardware FLOPs (the recompute's extra forward included) against the A100's 312 TFLOP/s",
-            source="Narayanan et al. (2021), Table 1: 1008B parameters, TP 8, PP 64, 3,072 GPUs, batch 3,072",
-            notes="Full activation recomputation; the interleaved schedule's settings for this row are not printed.",
-            cite="narayanan2021megatron",
-        ),
-        PublishedRun(
-            key="deepseek-v3",
-            title="DeepSeek-V3, 2,048 H800s",
-            model=_DEEPSEEK_V3,
-            node="8x-h800",
-            n_gpus=2048,
-            layout=dict(
-                dp=128, pp=16, ep=64, zero=1, global_batch=15360, seq_len=4096, micro_batch=1, recompute="selective"
-            ),  # fmt: skip
-            published_mfu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s) / gpu("H800").peak_flops_per_s("bf16"),
-            published_flops_per_s_per_gpu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s),
-            model_flops_per_s_per_gpu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s),
-            counts="no MFU printed: the rate is 180K GPU hours per trillion tokens, counted here as 6 N active "
-            "FLOPs per token against the BF16 dense peak (its GEMMs ran in FP8, at twice that peak)",
-            source="DeepSeek-AI (2024), sections 3.1-3.2 (PP 16, EP 64 over 8 nodes, ZeRO-1 DP) and 4.2 "
-            "(batch 15,360 sequences of 4,096 tokens)",
-            notes="DualPipe overlaps forward and backward chunks and their all-to-alls; routing sends each token to "
-            "at most 4 nodes, and the IB traffic of a token goes once per node, then over NVLink.",
-            cite="deepseekai2024v3",
-        ),
+    return PublishedRun(
+        key="megatron-1t",
+        title="Megatron-LM GPT 1T, 3,072 A100s",
+        model=_GPT_1T,
+        node="8x-a100",
+        n_gpus=3072,
+        layout=dict(
+            dp=6, tp=8, pp=64, zero=0, global_batch=3072, seq_len=2048, micro_batch=1, recompute="full"
+        ),  # fmt: skip
+        published_mfu=0.52,
+        published_flops_per_s_per_gpu=megatron_tflops,
+        model_flops_per_s_per_gpu=_model_rate(_GPT_1T, megatron_tokens_per_s),
+        counts="hardware FLOPs (the recompute's extra forward included) against the A100's 312 TFLOP/s",
+        source="Narayanan et al. (2021), Table 1: 1008B parameters, TP 8, PP 64, 3,072 GPUs, batch 3,072",
+        notes="Full activation recomputation; the interleaved schedule's settings for this row are not printed.",
+        cite="narayanan2021megatron",
     )
+
+
+def _deepseek_v3() -> PublishedRun:
+    """DeepSeek-V3 on 2,048 H800s (DeepSeek-AI 2024)."""
+    deepseek_tokens_per_s = 1e12 / (_GPU_HOURS_PER_TRILLION * _SECONDS_PER_HOUR)
+    return PublishedRun(
+        key="deepseek-v3",
+        title="DeepSeek-V3, 2,048 H800s",
+        model=_DEEPSEEK_V3,
+        node="8x-h800",
+        n_gpus=2048,
+        layout=dict(
+            dp=128, pp=16, ep=64, zero=1, global_batch=15360, seq_len=4096, micro_batch=1, recompute="selective"
+        ),  # fmt: skip
+        published_mfu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s) / gpu("H800").peak_flops_per_s("bf16"),
+        published_flops_per_s_per_gpu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s),
+        model_flops_per_s_per_gpu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s),
+        counts="no MFU printed: the rate is 180K GPU hours per trillion tokens, counted here as 6 N active "
+        "FLOPs per token against the BF16 dense peak (its GEMMs ran in FP8, at twice that peak)",
+        source="DeepSeek-AI (2024), sections 3.1-3.2 (PP 16, EP 64 over 8 nodes, ZeRO-1 DP) and 4.2 "
+        "(batch 15,360 sequences of 4,096 tokens)",
+        notes="DualPipe overlaps forward and backward chunks and their all-to-alls; routing sends each token to "
+        "at most 4 nodes, and the IB traffic of a token goes once per node, then over NVLink.",
+        cite="deepseekai2024v3",
+    )
+
+
+def published_runs() -> tuple[PublishedRun, ...]:
+    """The three runs, in the order of the module docstring."""
+    return (_llama3_405b(), _megatron_1t(), _deepseek_v3())
 
 
 def compare_run(run) -> RunComparison:

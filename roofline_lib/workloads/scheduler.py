@@ -39,6 +39,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.checks import _positive, _positive_int, _text
+from ..core.formatting import to_unit
 from .comms import collective_cost
 from .serving import POLICIES, Chunk, RequestTimes, Server, _as_server, step_time
 
@@ -171,8 +172,8 @@ class ServingRun:
     def __str__(self) -> str:
         return (
             f"{self.policy}: {len(self.times)} requests, {self.tokens_per_s:,.0f} tok/s; TTFT p50 "
-            f"{self.ttft(50) * 1e3:.3g} ms, p99 {self.ttft(99) * 1e3:.3g} ms; TPOT p50 {self.tpot(50) * 1e3:.3g} ms, "
-            f"p99 {self.tpot(99) * 1e3:.3g} ms"
+            f"{to_unit(self.ttft(50), 'ms'):.3g} ms, p99 {to_unit(self.ttft(99), 'ms'):.3g} ms; "
+            f"TPOT p50 {to_unit(self.tpot(50), 'ms'):.3g} ms, p99 {to_unit(self.tpot(99), 'ms'):.3g} ms"
         )
 
 
@@ -235,22 +236,43 @@ def run_policy(
     return ServingRun(kind, times, steps, busy, gaps_s=tuple(gaps))
 
 
-def _serve(
-    trace,
-    execute,
-    kind,
-    *,
-    max_batch,
-    chunk_tokens=None,
-    kv_capacity_tokens=None,
-    allocation="paged",
-    block_tokens=16,
-    max_seq_len=None,
-    prefilled=False,
-    first_token_only=False,
-    first_token_s=None,
-):
-    """The event loop: (finished request states by id, steps, busy seconds, gaps between tokens)."""
+class _KVCache:
+    """KV memory admission: what each request reserves, and how much is reserved now.
+
+    ``capacity`` None: no limit, and every request reserves nothing. Paged: the request's final
+    length rounded up to ``block`` tokens; contiguous: a ``slab`` of ``max_seq_len`` tokens.
+    """
+
+    def __init__(self, capacity: int | None, slab: int | None, block: int):
+        self.capacity, self.slab, self.block, self.used = capacity, slab, block, 0
+
+    def reservation(self, r: Request) -> int:
+        if self.capacity is None:
+            return 0
+        if self.slab is not None:
+            if r.prompt_len + r.output_len > self.slab:
+                raise ValueError(
+                    f"request {r.id} needs {r.prompt_len + r.output_len} tokens, over max_seq_len {self.slab}"
+                )
+            return self.slab
+        return math.ceil((r.prompt_len + r.output_len) / self.block) * self.block
+
+    def check_fits(self, reqs) -> None:
+        """Refuse a request that could never be admitted, even alone."""
+        if self.capacity is None:
+            return
+        for r in reqs:
+            if self.reservation(r) > self.capacity:
+                raise ValueError(
+                    f"request {r.id} reserves {self.reservation(r)} KV tokens, over kv_capacity_tokens {self.capacity}"
+                )
+
+    def admits(self, need: int) -> bool:
+        return self.capacity is None or self.used + need <= self.capacity
+
+
+def _limits(kind, max_batch, chunk_tokens, kv_capacity_tokens, allocation, block_tokens, max_seq_len):
+    """(most requests running, prefill tokens per chunked step or None, the KV cache), checked."""
     if kind not in POLICIES[:3]:
         raise ValueError(
             f"policy must be one of {', '.join(POLICIES[:3])} (disaggregated: simulate_disaggregated), got {kind!r}"
@@ -272,63 +294,81 @@ def _serve(
                 "max_seq_len (tokens) is needed for contiguous allocation: it is what each request reserves"
             )
         slab = _positive_int(max_seq_len, "max_seq_len", "tokens")
+    return cap, budget, _KVCache(kv_cap, slab, block)
 
+
+def _admit(waiting: deque, running: list, cap: int, kv: _KVCache) -> None:
+    """Move waiting requests into the running set, first come first served, while slots and KV last."""
+    while waiting and len(running) < cap:
+        need = kv.reservation(waiting[0].req)
+        if not kv.admits(need):
+            break
+        s = waiting.popleft()
+        s.reserved, kv.used = need, kv.used + need
+        running.append(s)
+
+
+def _advance(work, t: float, gaps: list, first_token_only: bool) -> list:
+    """Account one step that ended at ``t``: tokens generated, prompt chunks done; the requests it finished."""
+    done = []
+    for s, chunk in work:
+        if s.decoding:
+            s.generated += 1
+            gaps.append(t - s.last)
+            s.last = t
+        else:
+            s.done += chunk.tokens
+            if s.decoding:
+                s.generated, s.first, s.last = 1, t, t
+        if s.generated >= s.req.output_len or (first_token_only and s.generated == 1):
+            s.finish = t
+            done.append(s)
+    return done
+
+
+def _serve(
+    trace,
+    execute,
+    kind,
+    *,
+    max_batch,
+    chunk_tokens=None,
+    kv_capacity_tokens=None,
+    allocation="paged",
+    block_tokens=16,
+    max_seq_len=None,
+    prefilled=False,
+    first_token_only=False,
+    first_token_s=None,
+):
+    """The event loop: (finished request states by id, steps, busy seconds, gaps between tokens)."""
+    cap, budget, kv = _limits(kind, max_batch, chunk_tokens, kv_capacity_tokens, allocation, block_tokens, max_seq_len)
     reqs = sorted(trace, key=lambda r: (r.arrival_s, r.id))
     if not reqs or not all(isinstance(r, Request) for r in reqs):
         raise ValueError("trace must hold one or more Request (rl.poisson_trace(...))")
-
-    def reservation(r: Request) -> int:
-        if slab is not None:
-            if r.prompt_len + r.output_len > slab:
-                raise ValueError(f"request {r.id} needs {r.prompt_len + r.output_len} tokens, over max_seq_len {slab}")
-            return slab
-        return math.ceil((r.prompt_len + r.output_len) / block) * block
-
-    if kv_cap is not None:
-        for r in reqs:
-            if reservation(r) > kv_cap:
-                raise ValueError(
-                    f"request {r.id} reserves {reservation(r)} KV tokens, over kv_capacity_tokens {kv_cap}"
-                )
-
+    kv.check_fits(reqs)
     firsts = first_token_s or {}
     pending = deque(_State(r, prefilled, firsts.get(r.id, r.arrival_s) if prefilled else None) for r in reqs)
     gaps: list[float] = []
     waiting: deque[_State] = deque()
     running: list[_State] = []
     finished: list[_State] = []
-    t, kv_used, steps, busy = 0.0, 0, 0, 0.0
+    t, steps, busy = 0.0, 0, 0.0
     while pending or waiting or running:
         while pending and pending[0].req.arrival_s <= t:
             waiting.append(pending.popleft())
         if kind != "static" or not running:
-            while waiting and len(running) < cap:
-                need = reservation(waiting[0].req) if kv_cap is not None else 0
-                if kv_cap is not None and kv_used + need > kv_cap:
-                    break
-                s = waiting.popleft()
-                s.reserved, kv_used = need, kv_used + need
-                running.append(s)
+            _admit(waiting, running, cap, kv)
         work = _plan(kind, running, budget) if running else []
         if not work:
             t = max(t, pending[0].req.arrival_s)  # idle until the next arrival
             continue
         seconds = _positive(execute(work), "step seconds", "seconds")
         t, steps, busy = t + seconds, steps + 1, busy + seconds
-        for s, chunk in work:
-            if s.decoding:
-                s.generated += 1
-                gaps.append(t - s.last)
-                s.last = t
-            else:
-                s.done += chunk.tokens
-                if s.decoding:
-                    s.generated, s.first, s.last = 1, t, t
-            if s.generated >= s.req.output_len or (first_token_only and s.generated == 1):
-                s.finish = t
-                running.remove(s)
-                kv_used -= s.reserved
-                finished.append(s)
+        for s in _advance(work, t, gaps, first_token_only):
+            running.remove(s)
+            kv.used -= s.reserved
+            finished.append(s)
     finished.sort(key=lambda s: s.req.id)
     return finished, steps, busy, gaps
 
@@ -436,7 +476,8 @@ def best_under_slo(points, slo: SLO) -> FrontierPoint:
     ok = [p for p in points if slo.met_by(p.run)]
     if not ok:
         raise ValueError(
-            f"no point meets the SLO (p99 TTFT <= {slo.ttft_s * 1e3:.4g} ms, p99 TPOT <= {slo.tpot_s * 1e3:.4g} ms): "
+            f"no point meets the SLO (p99 TTFT <= {to_unit(slo.ttft_s, 'ms'):.4g} ms, "
+            f"p99 TPOT <= {to_unit(slo.tpot_s, 'ms'):.4g} ms): "
             "lower the arrival rate, the batch, or change the policy"
         )
     return max(ok, key=lambda p: p.tokens_per_s)

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 from ..core.checks import _flag, _fraction, _positive, _positive_int, _text
 from ..core.formatting import gib as _gib
+from ..core.formatting import to_unit
 from ..core.hardware import GPUSpec
 from ..core.roofline import Roof, roof
 from ..models.transformer import TransformerConfig
@@ -196,9 +197,9 @@ class StepTime:
 
     def __str__(self) -> str:
         return (
-            f"{self.prefill_tokens} prefill + {self.decode_tokens} decode tokens: {self.flops / 1e9:.4g} GFLOP, "
-            f"{self.bytes_moved / 1e6:.4g} MB ({self.kv_bytes / self.bytes_moved:.0%} KV), "
-            f"{self.seconds * 1e3:.4g} ms on {self.roof_label}, {self.bound}-bound"
+            f"{self.prefill_tokens} prefill + {self.decode_tokens} decode tokens: {to_unit(self.flops, 'GFLOP'):.4g} GFLOP, "
+            f"{to_unit(self.bytes_moved, 'MB'):.4g} MB ({self.kv_bytes / self.bytes_moved:.0%} KV), "
+            f"{to_unit(self.seconds, 'ms'):.4g} ms on {self.roof_label}, {self.bound}-bound"
         )
 
 
@@ -613,7 +614,7 @@ def best_steady_state(points, ttft_s, tpot_s) -> SteadyState:
     ok = [p for p in points if p.sustainable and p.ttft_s <= ttft and p.tpot_s <= tpot]
     if not ok:
         raise ValueError(
-            f"no batch meets the SLO (TTFT <= {ttft * 1e3:.4g} ms, TPOT <= {tpot * 1e3:.4g} ms): loosen it, "
+            f"no batch meets the SLO (TTFT <= {to_unit(ttft, 'ms'):.4g} ms, TPOT <= {to_unit(tpot, 'ms'):.4g} ms): loosen it, "
             "or change the policy, the GPU or the model"
         )
     return max(ok, key=lambda p: p.tokens_per_s)

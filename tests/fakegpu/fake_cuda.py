@@ -14,9 +14,10 @@ What is simulated, and nothing more:
   rewrites the device argument), so GPU-path cells can run their code; tensors made on the CPU
   stay there and are never moved;
 * the profiler records no CUDA activity (there is none to record);
-* roofline_lib.evidence.measure's three CUDA primitives return plausible H200 figures computed from the
-  registry: streaming at 92 % of the datasheet HBM bandwidth, bf16 and fp8 products at 82 % and
-  62 % of the dense peaks at n = 8192, so every guard in the library sees numbers a healthy H200 gives.
+* roofline_lib.evidence's three CUDA primitives (measure's timer, measured_roofs' two kernels)
+  return plausible H200 figures computed from the registry: streaming at 92 % of the datasheet
+  HBM bandwidth, bf16 and fp8 products at 82 % and 62 % of the dense peaks at n = 8192, so
+  every guard in the library sees numbers a healthy H200 gives.
   ``_time_cuda`` runs the function once on the CPU (so its code is exercised) and reports that
   time: slower than any GPU, so it never beats a roof.
 
@@ -229,10 +230,13 @@ def _patch_torch(torch, p: _Patches) -> None:
 
 
 def _patch_measure(measure, p: _Patches) -> None:
-    p.set(measure, "_cuda_stream_timings", fake_stream_timings)
-    p.set(measure, "_cuda_matmul_timing", fake_matmul_timing)
     p.set(measure, "_time_cuda", fake_time_cuda)
-    _wrap(measure, "measured_point", p)
+
+
+def _patch_measured_roofs(measured_roofs, p: _Patches) -> None:
+    p.set(measured_roofs, "_cuda_stream_timings", fake_stream_timings)
+    p.set(measured_roofs, "_cuda_matmul_timing", fake_matmul_timing)
+    _wrap(measured_roofs, "measured_point", p)
 
 
 def _patch_diagnose(diagnose, p: _Patches) -> None:
@@ -251,6 +255,7 @@ def _wrap(module, name, p: _Patches) -> None:
 
 _MODULE_PATCHES = {
     "roofline_lib.evidence.measure": _patch_measure,
+    "roofline_lib.evidence.measured_roofs": _patch_measured_roofs,
     "roofline_lib.evidence.diagnose": _patch_diagnose,
     "roofline_lib.present.plots": _patch_plots,
 }

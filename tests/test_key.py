@@ -26,7 +26,7 @@ def _references(judge) -> list[tuple[str, str, object]]:
     return [(judge.__name__, cells["name"], cells["reference"])]
 
 
-REFERENCES = {name: (kind, ref) for part in K._PART_LIST for kind, name, ref in _references(part.judge)}
+REFERENCES = {name: (kind, ref) for part in K.PARTS.values() for kind, name, ref in _references(part.judge)}
 
 
 def _value(name):
@@ -419,7 +419,7 @@ def test_the_keys_element_widths_are_the_librarys():
 
 
 def _probes(part_key, seed):
-    part = next(p for p in K._PART_LIST if p.key == part_key)
+    part = K.PARTS[part_key]
     return K.draw_probes(part, random.Random(seed))
 
 

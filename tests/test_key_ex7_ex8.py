@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-# the judges as the grader calls them: one set of helpers, shared with test_grading
-from test_grading import _judge, _judge_function  # noqa: E402
+# the judges as the grader calls them: one set of helpers, shared with test_grader
+from test_grader import _judge, _judge_function  # noqa: E402
 
 import roofline_lib as rl
 from roofline_lib.grading import key

@@ -23,7 +23,8 @@ from roofline_lib.grading import grader, sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 EX2 = "ex2_ridge_points.md"
-KEY = ROOT / "roofline_lib" / "grading" / "key.py"
+KEY = ROOT / "roofline_lib" / "grading" / "key"
+KEY_FILES = sorted(p.name for p in KEY.glob("*.py"))  # every module of the key: none may be readable
 WHY = sandbox.why_unavailable()
 needs_sandbox = pytest.mark.skipif(bool(WHY), reason=f"no sandbox on this machine: {WHY}")
 
@@ -49,26 +50,25 @@ def _grade(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
     )
 
 
-# The key, loaded by path, answers ex2-a (the ridge of GPU P is 1200 / 6 = 200 FLOP/byte):
-# from the repository's path, from the editable install's finder, or through /proc.
+# Any file of the key, read by path, answers ex2-a (the ridge of GPU P is 1200 / 6 = 200 FLOP/byte):
+# the key's folder from the repository's path, from the editable install's finder, or through /proc.
 _KEY_BY_PATH = f"""
-import glob, importlib.util, re, sys
-places = [{str(KEY)!r}]
+import glob, re
+folders = [{str(KEY)!r}]
 for finder in glob.glob("/**/site-packages/__editable__*finder.py", recursive=False) + glob.glob(
         "/*/*/*/lib/python3*/site-packages/__editable__*finder.py"):
-    places += [m + "/grading/key.py" for m in re.findall(r"'(/[^']*roofline_lib)'", open(finder).read())]
-places += glob.glob("/proc/*/cwd/roofline_lib/grading/key.py")
-key = None
-for place in places:
-    try:
-        spec = importlib.util.spec_from_file_location("stolen_key", place)
-        key = importlib.util.module_from_spec(spec)
-        sys.modules["stolen_key"] = key  # its dataclasses look their module up
-        spec.loader.exec_module(key)
-        break
-    except Exception:
-        key = None
-ridge_p = 1200e12 / 6e12 if key is not None else ...
+    folders += [m + "/grading/key" for m in re.findall(r"'(/[^']*roofline_lib)'", open(finder).read())]
+folders += glob.glob("/proc/*/cwd/roofline_lib/grading/key")
+stolen = set()
+for folder in folders:
+    for name in {KEY_FILES!r}:
+        try:
+            with open(folder + "/" + name) as f:
+                if f.read():
+                    stolen.add(name)
+        except Exception:
+            pass
+ridge_p = 1200e12 / 6e12 if stolen else ...
 """
 
 # Rewrites the victim's submission and every scratch copy of a submission it can find. (Only
@@ -212,9 +212,17 @@ def test_the_attacked_class_is_graded_in_the_sandbox_and_both_reports_land(attac
     assert len(attacked["report"]["students"]) == 13
 
 
+def test_the_key_by_path_attack_reads_every_key_file_where_nothing_hides_them():
+    # the attack works: run here, outside any sandbox, it reads each of the key's modules
+    assert {"__init__.py", "judges.py", "parts.py", "probes.py", "references.py", "scenarios.py"} <= set(KEY_FILES)
+    namespace = {}
+    exec(_KEY_BY_PATH, namespace)
+    assert namespace["stolen"] == set(KEY_FILES) and namespace["ridge_p"] == 200  # 1200e12 / 6e12
+
+
 @needs_sandbox
-def test_the_key_cannot_be_loaded_by_path(attacked):
-    assert _marks(attacked, "a_keypath")["ex2-a"] == 0
+def test_the_key_cannot_be_read_by_path(attacked):
+    assert _marks(attacked, "a_keypath")["ex2-a"] == 0  # not one of the key's files could be read
 
 
 @needs_sandbox
@@ -365,7 +373,7 @@ def test_the_sandbox_runs_as_its_own_user_and_sees_none_of_the_grader(tmp_path):
     probe = (
         "import json, os, socket\n"
         "out = {'uid': os.getuid(), 'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit())}\n"
-        f"out['key'] = os.path.exists({str(KEY)!r})\n"
+        f"out['key'] = [p for p in {[str(KEY), *(str(KEY / n) for n in KEY_FILES)]!r} if os.path.exists(p)]\n"
         f"out['solutions'] = os.path.exists({str(ROOT / 'solutions')!r})\n"
         "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2); out['net'] = True\n"
         "except OSError:\n    out['net'] = False\n"

@@ -2,6 +2,7 @@
 
 from roofline_lib import measure, plots, roofline, widgets
 from roofline_lib.core import formatting as fmt
+from roofline_lib.core import hardware
 
 
 def test_seconds_picks_the_unit_with_three_figures():
@@ -33,6 +34,8 @@ def test_to_unit_scales_an_si_value_for_a_reader_and_back():
     assert fmt.to_unit(0.0123, "ms") == 12.3
     assert fmt.from_unit(80, "GB") == 8e10
     assert fmt.from_unit(fmt.to_unit(1.979e15, "TFLOP/s"), "TFLOP/s") == 1.979e15
+    assert fmt.from_unit(400, "Gb/s") == 50e9  # InfiniBand NDR prints gigabits: 400 / 8 = 50 GB/s
+    assert fmt.GIB == 2**30 and hardware.GIB is fmt.GIB  # one constant, exported by hardware too
 
 
 def test_to_unit_refuses_a_unit_it_does_not_know_by_name():

@@ -23,6 +23,7 @@ import pytest
 import roofline_lib as rl
 from roofline_lib import grading, observer
 from roofline_lib.grading import grader, key, sandbox, worker
+from roofline_lib.grading.key import references
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "exercises"
@@ -119,7 +120,7 @@ def test_every_probe_drawn_has_an_answer_and_the_library_refuses_some_valid_ones
         probes = key.draw_probes(part, random.Random(seed))
         if not probes:
             continue
-        from roofline_lib import comms
+        from roofline_lib import comms_roofline as comms
 
         reference = {
             "ceiling": key.ref_ceiling,
@@ -160,7 +161,7 @@ def test_a_plan_holds_names_and_inputs_only():
 
 
 def test_submit_messages_never_give_a_direction_and_practice_messages_do():
-    flops = key._ex4_naive()[0]  # 2 * 8192 * 8192 * 128
+    flops = references.ex4_naive()[0]  # 2 * 8192 * 8192 * 128
     for factor in (1.05, 0.95, 1.6, 0.6, 3.0, 0.3):
         verdict = _judge("ex4-a", qk_flops=flops * factor)
         assert verdict.status == "wrong"
@@ -170,13 +171,13 @@ def test_submit_messages_never_give_a_direction_and_practice_messages_do():
 
 
 def test_a_power_of_ten_and_a_wrong_sign_are_diagnosed_in_both_modes():
-    flops = key._ex4_naive()[0]
+    flops = references.ex4_naive()[0]
     slip = _judge("ex4-a", qk_flops=flops / 1e9)  # GFLOP instead of FLOP
     assert "10^-9" in slip.submit and "10^-9" in slip.practice
     sign = _judge("ex4-a", qk_flops=-flops)
     assert "sign" in sign.submit and "sign" in sign.practice
     best = (
-        min(key.EX1["fp32_flops_per_s"], key._ex1_intensity() * key.EX1["hbm_bytes_per_s"])
+        min(key.EX1["fp32_flops_per_s"], references.ex1_intensity() * key.EX1["hbm_bytes_per_s"])
         / key.EX1["fp32_flops_per_s"]
     )
     share = _judge("ex1-e", best_share_of_peak=100 * best)  # a percentage
@@ -184,7 +185,7 @@ def test_a_power_of_ten_and_a_wrong_sign_are_diagnosed_in_both_modes():
 
 
 def test_the_model_that_does_not_fit_is_named_when_decode_uses_one_card():
-    one_card = key._ex3_tokens_per_s(1)  # 3.2e12 / (n_params * 2) tokens/s
+    one_card = references.ex3_tokens_per_s(1)  # 3.2e12 / (n_params * 2) tokens/s
     verdict = _judge("ex3-f", decode_tokens_per_s=one_card)
     assert "do not fit" in verdict.submit and "do not fit" in verdict.practice
     assert _judge("ex3-e", min_cards=2).status == "wrong"  # 141 GB over 64 GB cards rounds up to 3
@@ -584,20 +585,20 @@ def test_an_answer_cell_inspecting_the_kernel_finds_no_key(tmp_path):
         {"answer-ex1-a": f"OUT_PATH = {str(findings)!r}\n" + _GC_SCAN},
     )
     # Unsandboxed, so that the cell can write its findings where this test reads them: this is the
-    # layer practice mode relies on (the sandbox tests are in test_grading_sandbox.py).
+    # layer practice mode relies on (the sandbox tests are in test_sandbox.py).
     proc, report = _grade_json(tmp_path, str(nb), "--unsandboxed")
     assert report["students"][0]["marks"] == 0
     assert report["isolation"].startswith("GRADES NOT ISOLATED")
     found = json.loads(findings.read_text())
     assert found["modules"] == [] and found["holders"] == [] and found["key_import"] == "refused"
     assert found["oracle"] == ""  # the practice judge cannot be started from a graded kernel
-    references = [
-        key._ex1_intensity(),
+    reference_values = [
+        references.ex1_intensity(),
         key.EX1["fp32_flops_per_s"] / key.EX1["hbm_bytes_per_s"],
-        key._ex1_bytes_per_s(key.EX1["seconds"]) / key.EX1["hbm_bytes_per_s"],
-        key._ex1_intensity() * key.EX1["hbm_bytes_per_s"] / key.EX1["fp32_flops_per_s"],
+        references.ex1_bytes_per_s(key.EX1["seconds"]) / key.EX1["hbm_bytes_per_s"],
+        references.ex1_intensity() * key.EX1["hbm_bytes_per_s"] / key.EX1["fp32_flops_per_s"],
     ]
-    for ref in references:
+    for ref in reference_values:
         assert not any(abs(f - ref) <= 1e-9 * abs(ref) for f in found["floats"]), ref
 
 
@@ -775,7 +776,7 @@ def _grade_the_class(tmp: Path) -> dict:
         str(tmp / "gradebook.csv"),
         "--json",
         str(tmp / "report.json"),
-        # In the sandbox where one can start (the sandbox's own tests are in test_grading_sandbox.py).
+        # In the sandbox where one can start (the sandbox's own tests are in test_sandbox.py).
         *(["--unsandboxed"] if sandbox.why_unavailable() else []),
         timeout=600,
     )
@@ -862,7 +863,7 @@ def _step_with(share, n_params, tokens, n, accelerator, link):
         (_step(None), {"ex6-g", "ex6-h"}),
         (_step(1.0), set()),  # overlaps the forward pass too
         (_step(0.0), set()),  # no overlap at all
-        (lambda *a: __import__("roofline_lib.workloads.comms").comms.data_parallel_step(*a).seconds, set()),
+        (lambda *a: __import__("roofline_lib").comms_roofline.data_parallel_step(*a).seconds, set()),
     ],
     ids=["correct", "overlap-forward-too", "no-overlap", "wrapped-library"],
 )

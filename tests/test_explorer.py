@@ -1,0 +1,173 @@
+"""Tests for roofline_lib.present.explorer: the Explorer every explorer is, and the pieces they share.
+
+On a page with no kernel an Explorer is a still figure with alt text, followed by the element that
+starts the website's explorer; its ``data-*`` values are written so the script reads them back.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+
+import ipywidgets as w
+import pytest
+
+from roofline_lib import explorer, widgets
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _img(bundle: dict) -> tuple[bytes, str]:
+    m = re.search(r'<img src="data:image/png;base64,([^"]+)" alt="([^"]+)">', bundle["text/html"])
+    assert m, bundle["text/html"][:200]
+    return base64.b64decode(m.group(1)), m.group(2)
+
+
+def test_the_bundle_has_the_live_view_and_a_still_figure_of_the_same_state():
+    ex = widgets.roofline_explorer(gpu="A100", precision="bf16", intensity=10.0)
+    bundle = ex._repr_mimebundle_()
+    assert WIDGET_VIEW in bundle  # JupyterLab draws the live widget from this
+    png, alt = _img(bundle)
+    assert png == ex.last_png and png[:8] == b"\x89PNG\r\n\x1a\n"
+    # 2.039e12 B/s * 10 FLOP/byte = 20.39e12 FLOP/s -> "20.4 TFLOP/s", below the ridge (153)
+    assert "A100" in alt and "20.4 TFLOP/s" in alt and "memory-bound" in alt, alt
+    assert "<b>" not in alt and "&lt;" not in alt  # the readout's words, not its markup
+    caption = re.search(r"<figcaption>(.*)</figcaption>", bundle["text/html"]).group(1)
+    assert "live in the notebook" in caption and "make lab" in caption
+
+
+def test_the_still_figure_follows_the_controls():
+    ex = widgets.roofline_explorer(gpu="A100", precision="bf16", intensity=10.0)
+    png_before, alt_before = _img(ex._repr_mimebundle_())
+    ex.controls["intensity"].value = 1000.0  # past the ridge: 312 TFLOP/s, compute-bound
+    png_after, alt_after = _img(ex._repr_mimebundle_())
+    assert png_after != png_before
+    assert "312 TFLOP/s" in alt_after and "compute-bound" in alt_after, alt_after
+
+
+def test_every_explorer_describes_itself():
+    for make in (widgets.decode_explorer, widgets.flop_share_explorer, widgets.mfu_explorer):
+        ex = make()
+        alt = _img(ex._repr_mimebundle_())[1]
+        assert len(alt) > 40 and re.search(r"\d", alt), (make.__name__, alt)
+
+
+def test_the_still_figure_is_followed_by_the_element_of_the_kernel_free_explorer():
+    ex = widgets.decode_explorer(n_params=7e9, gpu="H100", batch=1)
+    page = ex._repr_mimebundle_()["text/html"]
+    # the figure first, then the element the page's script turns into the live explorer, nothing else
+    assert page.startswith('<figure class="roofline-snapshot">')
+    assert page.endswith("</figure>" + ex.site_html())
+    assert page.count('class="roofline-explorer"') == 1
+    assert 'data-mode="decode"' in page and 'data-n-params="7000000000"' in page and 'data-batch="1"' in page
+    ex.controls["batch"].value = 64  # what the page starts from follows the widget's state
+    assert 'data-batch="64"' in ex._repr_mimebundle_()["text/html"]
+
+
+def test_every_explorer_brings_its_kernel_free_explorer_to_the_page():
+    for make in (
+        widgets.roofline_explorer,
+        widgets.decode_explorer,
+        widgets.flop_share_explorer,
+        widgets.mfu_explorer,
+        widgets.collective_explorer,
+    ):
+        page = make()._repr_mimebundle_()["text/html"]
+        assert re.search(r'</figure><div class="roofline-explorer" data-mode="[a-z]+"[^>]*></div>$', page), (
+            make.__name__,
+            page[-300:],
+        )
+
+
+# ------------------------------------------------------------------ the website explorer's element
+
+
+def test_markup_values_are_escaped():
+    ex = widgets.roofline_explorer()
+    ex._site_state = lambda: {"gpu": 'A"100<b>&'}  # a value no registry has, to see the escaping
+    assert 'data-gpu="A&quot;100&lt;b&gt;&amp;"' in ex.site_html()
+    (value,) = re.findall(r'data-gpu="([^"]*)"', ex.site_html())
+    assert html.unescape(value) == 'A"100<b>&'
+
+
+def test_an_explorer_without_a_website_twin_writes_no_markup():
+    fig = explorer._figure()[0]
+    ex = explorer.Explorer({}, fig, lambda: None, title="bare")
+    assert ex.site_attributes == {} and ex.site_html() == ""
+    with pytest.raises(ValueError, match="site_mode and site_state go together"):
+        explorer.Explorer({}, fig, lambda: None, title="half", site_mode="intensity")
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        (True, "true"),
+        (False, "false"),
+        (256, "256"),
+        (6738415616.0, "6738415616"),  # whole: digits, no ".0"
+        (2.0**53, "9007199254740992.0"),  # past 2**53 a float is not an exact int: Python's shortest form
+        (1.75, "1.75"),
+        (0.1, "0.1"),  # the shortest form that reads back as the same double, not 0.1000000000000000055
+        (5e-6, "5e-06"),
+        ("NVLink 4", "NVLink 4"),
+    ],
+)
+def test_attribute_values_are_written_as_the_script_reads_them(value, written):
+    assert explorer._attribute(value, "x") == written
+    if isinstance(value, float):
+        assert float(written) == value  # the round trip is exact
+
+
+def test_attribute_values_refuse_what_the_script_cannot_read():
+    with pytest.raises(ValueError, match="message_bytes must be a finite number"):
+        explorer._attribute(float("nan"), "message_bytes")
+    with pytest.raises(TypeError, match="link must be a number, a string or a bool"):
+        explorer._attribute(None, "link")
+
+
+# ------------------------------------------------------------------ the machinery
+
+
+def test_a_control_redraws_once_and_a_hook_runs_before_the_redraw():
+    fig, ax = explorer._figure()
+    slider = w.IntSlider(value=1, min=0, max=10)
+    other = w.IntSlider(value=0, min=0, max=100)
+    redraws = []
+
+    def recompute():
+        redraws.append((slider.value, other.value))
+        ax.set_title(f"{slider.value} and {other.value}")
+
+    def hook(new):  # moves a second control; that move must not redraw on its own
+        other.value = new * 10
+
+    ex = explorer.Explorer({"a": slider, "b": other}, fig, recompute, title="hooked", hooks={"a": hook})
+    slider.value = 3
+    assert redraws == [(3, 30)]  # one redraw, after the hook: 3 * 10 = 30
+    assert ex.alt_text == "hooked: 3 and 30."
+    other.value = 5
+    assert redraws[-1] == (3, 5) and len(redraws) == 2
+
+
+def test_an_error_replaces_the_readout_and_the_result():
+    fig = explorer._figure()[0]
+    ex = explorer.Explorer({}, fig, lambda: None, title="bare")
+    ex.result = 42
+    ex.show_error("batch must be <= 8, got 9")
+    assert ex.result is None
+    assert ex.readout.value == "<span style='color:#b00020'>batch must be &lt;= 8, got 9</span>"
+
+
+def test_a_log_slider_spans_its_decades_and_a_start_outside_is_refused():
+    slider = explorer._log_slider(10.0, (-2.0, 4.0), "FLOP/byte")
+    assert (slider.min, slider.max, slider.base) == (-2.0, 4.0, 10) and slider.value == 10.0
+    assert explorer._span((-2.0, 4.0)) == (0.01, 10000.0)
+    assert explorer._in_span(0.01, (-2.0, 4.0), "intensity", "FLOP/byte") == 0.01  # the end is inside
+    with pytest.raises(ValueError, match=re.escape("intensity must be between 0.01 and 10000 FLOP/byte, got 0.005")):
+        explorer._in_span(0.005, (-2.0, 4.0), "intensity", "FLOP/byte")
+
+
+def test_widgets_hands_out_the_same_explorer_class():
+    # chapters and tests that reach Explorer through widgets get this module's class
+    assert widgets.Explorer is explorer.Explorer and isinstance(widgets.roofline_explorer(), explorer.Explorer)

@@ -1,0 +1,74 @@
+"""Local ranks: a script of a few functions on n processes, their failures reported, none left behind."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from roofline_lib import local_ranks
+
+
+def _echo(argv=None):
+    import json
+    import sys
+
+    cfg = json.loads((argv or sys.argv)[1])
+    print(f"rank {cfg['rank']} of {cfg['n']}")
+
+
+def _fail(argv=None):
+    import sys
+
+    print("rank broke on purpose", file=sys.stderr)
+    sys.exit(3)
+
+
+def _sleep(argv=None):
+    import time
+
+    time.sleep(60)
+
+
+def test_the_script_is_the_functions_and_a_call_to_the_last(tmp_path):
+    code = local_ranks._script(_echo)
+    assert code.startswith("def _echo(argv=None):") and code.endswith("\n_echo()\n")
+    printed = local_ranks._run_local_ranks(code, [{"rank": r, "n": 2} for r in range(2)], str(tmp_path), {}, 60)
+    assert printed == ["rank 0 of 2\n", "rank 1 of 2\n"]  # each rank's own stdout, in rank order
+
+
+def test_a_failing_rank_raises_with_the_end_of_its_stderr(tmp_path):
+    with pytest.raises(RuntimeError, match=r"rank 0 of 1 failed \(exit 3\): rank broke on purpose"):
+        local_ranks._run_local_ranks(local_ranks._script(_fail), [{}], str(tmp_path), {}, 60)
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.add(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def test_a_late_rank_raises_timeout_and_is_killed(tmp_path):
+    before = _children(os.getpid()) if sys.platform == "linux" else set()
+    with pytest.raises(TimeoutError, match="rank 0 of 2 did not finish within timeout_s = 0.5 seconds"):
+        local_ranks._run_local_ranks(local_ranks._script(_sleep), [{}, {}], str(tmp_path), {}, 0.5)
+    if sys.platform == "linux":
+        assert _children(os.getpid()) <= before  # both sleepers killed and reaped
+
+
+def test_the_ranks_environment_stays_on_the_loopback_interface(monkeypatch):
+    env = local_ranks._loopback_env("needed here")
+    assert env["MASTER_ADDR"] == "127.0.0.1" and env["OMP_NUM_THREADS"] == "1"
+    assert env["GLOO_SOCKET_IFNAME"] == local_ranks._loopback_interface()
+    monkeypatch.setattr(local_ranks, "_loopback_interface", lambda: None)
+    with pytest.raises(RuntimeError, match=r"no loopback network interface \('lo' or 'lo0'\) found: needed here"):
+        local_ranks._loopback_env("needed here")
+    assert "GLOO_SOCKET_IFNAME" not in local_ranks._loopback_env(None)  # NCCL may go on without it
