@@ -56,3 +56,41 @@ def test_jobs_must_be_a_whole_number_of_processes(capsys):
         _tool().main(["--jobs", "0"])
     assert stop.value.code == 2
     assert "--jobs must be a whole number of processes, 1 or more, got 0" in capsys.readouterr().err
+
+
+def test_a_kernel_message_is_read_at_the_next_short_poll_and_a_silent_kernel_still_times_out(monkeypatch):
+    import asyncio
+    from queue import Empty
+
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    monkeypatch.setattr(AsyncZMQSocketChannel, "get_msg", AsyncZMQSocketChannel.get_msg)  # undone after
+    _tool()._poll_kernel_messages_in_slices(slice_s=0.01)
+
+    class Socket:  # a reply that a long poll would have missed: the third short poll sees it
+        def __init__(self, ready_after):
+            self.polls, self.ready_after = [], ready_after
+
+        async def poll(self, timeout_ms):
+            self.polls.append(timeout_ms)
+            if len(self.polls) > self.ready_after:
+                return True
+            await asyncio.sleep(timeout_ms / 1000)  # a poll that sees nothing waits its whole time
+            return False
+
+    class Channel:
+        get_msg = AsyncZMQSocketChannel.get_msg
+
+        def __init__(self, socket):
+            self.socket = socket
+
+        async def _recv(self):
+            return {"msg_type": "execute_reply"}
+
+    answered = Channel(Socket(ready_after=2))
+    assert asyncio.run(answered.get_msg(timeout=120)) == {"msg_type": "execute_reply"}
+    assert answered.socket.polls == [10, 10, 10]  # three polls of 10 ms, not one of 120 s
+    silent = Channel(Socket(ready_after=10**9))
+    with pytest.raises(Empty):
+        asyncio.run(silent.get_msg(timeout=0.05))
+    assert 4 <= len(silent.socket.polls) <= 6  # 50 ms of 10 ms polls, then Empty as before

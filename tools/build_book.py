@@ -62,6 +62,58 @@ def _declare_multitoc_numbering_parallel_safe() -> None:
     multitoc.setup = declared_setup
 
 
+def _report_slow_steps(seconds: float = 20.0) -> None:
+    """Name each kernel start, cell and prose value that takes longer than ``seconds``, as it ends."""
+    import time
+
+    from myst_nb.core.execute.inline import ModifiedNotebookClient, NotebookClientInline
+
+    def timed(cls, name, describe):
+        original = getattr(cls, name)
+
+        def wrapper(self, *args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                took = time.perf_counter() - start
+                if took > seconds:
+                    print(f"==> slow: {describe(self, *args)} took {took:.1f} s", file=sys.stderr, flush=True)
+
+        setattr(cls, name, wrapper)
+
+    timed(NotebookClientInline, "start_client", lambda self: f"{self.path.name}: starting its kernel")
+    timed(NotebookClientInline, "close_client", lambda self: f"{self.path.name}: stopping its kernel")
+    timed(ModifiedNotebookClient, "execute_cell", lambda self, cell, index, **_: f"cell {index} ({cell.source[:60]!r})")
+    timed(ModifiedNotebookClient, "eval_expression", lambda self, name: f"the prose value {name}")
+
+
+def _poll_kernel_messages_in_slices(slice_s: float = 0.5) -> None:
+    """Wait for a kernel's message in short polls, so that a missed wake-up costs half a second.
+
+    In the build's reading processes a cell's reply sometimes sat unread in its socket: the kernel
+    was idle, the client's one long poll woke only at the 120 s cell timeout, then read the reply
+    (seen on four parallel builds: an explorer cell of chapter 9, and chapters 1, 5 and 6, each 120 s
+    late). Polling again every ``slice_s`` seconds up to the same deadline reads such a message at once.
+    """
+    import time
+    from queue import Empty
+
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    async def get_msg(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            wait = slice_s if left is None else min(slice_s, left)
+            if await self.socket.poll(int(wait * 1000)):
+                return await self._recv()
+            if left is not None and left <= wait:
+                raise Empty
+
+    AsyncZMQSocketChannel.get_msg = get_msg
+
+
 def _use_chunks() -> None:
     import sphinx.builders
     import sphinx.util.parallel
@@ -80,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     from jupyter_book.sphinx import build_sphinx
 
     _declare_multitoc_numbering_parallel_safe()
+    _report_slow_steps()
+    _poll_kernel_messages_in_slices()
     _use_chunks()
     overrides = {"external_toc_path": (ROOT / "_toc.yml").as_posix(), "latex_individualpages": False}
     overrides["nitpicky"] = True

@@ -633,7 +633,7 @@
   var MLP_BLOCK = 19; // input 2, first linear's output 8, GeLU's output 8, dropout mask 1
   var NORMS_BLOCK = 4; // two LayerNorm inputs, 2 each
   var SCORES_BLOCK = 5; // per a s / h: softmax output 2, its dropout mask 1, dropout output 2
-  var HIERARCHICAL = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]; // comms._HIERARCHICAL
+  var HIERARCHICAL = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]; // node_collectives._HIERARCHICAL
 
   /** A value as Python's repr writes it in a refusal: 'text' in single quotes, a number as is. */
   function pyRepr(value) {
@@ -694,7 +694,7 @@
     };
   }
 
-  /** comms.node_collective_cost: hierarchical and rail-aligned, the slower of the NVLink phase and
+  /** node_collectives.node_collective_cost: hierarchical and rail-aligned, the slower of the NVLink phase and
    *  the group's members' NICs; `gpusPerNode` of the group share each node. */
   function nodeCollectiveCost(collective, messageBytes, nGpus, node, alphaSeconds, gpusPerNode) {
     var c = collectiveKey(collective);
