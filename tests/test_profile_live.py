@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 TOY = rl.Roof(100e9, 10e9, "toy machine")
 
 
+@pytest.fixture(scope="module", autouse=True)
 def one_thread():
     """One torch thread for the roof and the workloads alike: on a shared 2-core machine a
     two-thread matmul stalls whenever one of its threads is descheduled."""
@@ -30,6 +31,7 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(scope="module")
 def cpu_roof(one_thread):
     """This machine's roof, read until its ridge is above 2 FLOP/B (a shared machine can starve a
     reading; every CPU does more than 2 FLOPs per DRAM byte); the best of the readings is kept."""
