@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.checks import _finite_result, _fraction, _positive, _positive_int
+from ..core.formatting import to_unit
 from ..core.hardware import as_gpu, bytes_per_element
 from ..core.roofline import PLAUSIBILITY_TOLERANCE, ImplausibleMeasurement, Roof, check_plausible, kernel_verdict
 from ..models.transformer import TransformerConfig, training_convention, training_flops_per_token
@@ -116,9 +117,9 @@ def _utilisation(flops_per_token, tokens_per_s, n_gpus, gpu, precision, what) ->
     except ImplausibleMeasurement:
         util = achieved_flops_per_s / peak_flops_per_s
         raise ImplausibleMeasurement(
-            f"{what} of {util:.1%} is impossible: {achieved_flops_per_s / 1e15:.4g} PFLOP/s against "
+            f"{what} of {util:.1%} is impossible: {to_unit(achieved_flops_per_s, 'PFLOP/s'):.4g} PFLOP/s against "
             f"{cards} x {spec.name} at a dense {precision} peak of "
-            f"{peak_flops_per_s / 1e15:.4g} PFLOP/s; {_MFU_CAUSES}"
+            f"{to_unit(peak_flops_per_s, 'PFLOP/s'):.4g} PFLOP/s; {_MFU_CAUSES}"
         ) from None
 
 
