@@ -23,6 +23,7 @@ import importlib
 from pathlib import Path
 
 from . import core, models, workloads
+from .core.layer import export as _export
 from .core.layer import module_names as _module_names
 
 __version__ = "0.1.0"
@@ -44,19 +45,7 @@ def _module_index() -> dict[str, str]:
 _MODULES = _module_index()
 
 
-def _public_names() -> dict[str, object]:
-    names: dict[str, object] = {}
-    for layer in (core, models, workloads):
-        for name in layer.__all__:
-            value = getattr(layer, name)
-            if name in names and names[name] is not value:
-                raise ImportError(f"two layers export {name!r}; a public name must be unique")
-            names[name] = value
-    return names
-
-
-globals().update(_public_names())
-__all__ = sorted(_public_names())
+__all__ = sorted(_export([core, models, workloads], globals()))  # a name two layers export is refused
 
 
 def __getattr__(name: str):

@@ -7,6 +7,7 @@ import os
 import sys
 
 import pytest
+from test_local_ranks import _children  # the process-tree reader the launcher's tests use
 
 import roofline_lib as rl
 from roofline_lib import local_ranks
@@ -28,19 +29,6 @@ def test_measure_collectives_refuses_to_leave_the_loopback_interface(monkeypatch
     monkeypatch.setattr(local_ranks, "_loopback_interface", lambda: None)
     with pytest.raises(RuntimeError, match="no loopback network interface"):
         measure_collectives(2, message_bytes=[1024], backend="gloo")
-
-
-def _children(pid: int) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.add(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    return found
 
 
 def test_gloo_measurement_on_two_local_ranks_and_no_process_left_behind():

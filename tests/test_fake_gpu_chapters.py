@@ -117,11 +117,7 @@ def _first_failure(out: str, size: int = 5000) -> str:
     return head + "\n...\n" + out[-1500:]
 
 
-class _Run(subprocess.Popen):
-    stdout_path: Path
-
-
-def _run_under_fake(notebooks: list[str], log: Path, out: Path) -> _Run:
+def _run_under_fake(notebooks: list[str], log: Path, out: Path) -> subprocess.Popen:
     """nbval over ``notebooks``, one after the other in one process, with the fake H200 in every kernel."""
     cmd = [
         sys.executable,
@@ -139,9 +135,9 @@ def _run_under_fake(notebooks: list[str], log: Path, out: Path) -> _Run:
         *notebooks,
     ]
     with open(out, "w", encoding="utf-8") as sink:
-        run = _Run(cmd, cwd=ROOT, env=_fake_env(**{fake_cuda.LOG_ENV: str(log)}), stdout=sink, stderr=subprocess.STDOUT)
-    run.stdout_path = out
-    return run
+        return subprocess.Popen(
+            cmd, cwd=ROOT, env=_fake_env(**{fake_cuda.LOG_ENV: str(log)}), stdout=sink, stderr=subprocess.STDOUT
+        )
 
 
 @pytest.mark.skipif(
@@ -162,12 +158,12 @@ def test_every_chapter_passes_on_a_fake_h200(tmp_path):
     quiet = [nb for nb in notebooks if nb not in live]
     assert live and quiet
     groups = [live, quiet] if (os.cpu_count() or 1) >= 2 else [live + quiet]
-    runs = [
-        _run_under_fake(group, log.with_suffix(f".{i}.jsonl"), tmp_path / f"out{i}") for i, group in enumerate(groups)
-    ]
-    for run in runs:
-        assert run.wait(timeout=900) == 0, _first_failure(run.stdout_path.read_text())
-    events = [e for i in range(len(groups)) for e in fake_cuda.read_log(log.with_suffix(f".{i}.jsonl"))]
+    logs = [log.with_suffix(f".{i}.jsonl") for i in range(len(groups))]
+    outs = [tmp_path / f"out{i}.txt" for i in range(len(groups))]
+    runs = [_run_under_fake(group, group_log, out) for group, group_log, out in zip(groups, logs, outs)]
+    for run, out in zip(runs, outs):
+        assert run.wait(timeout=900) == 0, _first_failure(out.read_text())
+    events = [e for group_log in logs for e in fake_cuda.read_log(group_log)]
     kernels = {e["pid"] for e in events if e["event"] == "installed"} - {None}
     assert len(kernels) >= len(notebooks)  # the fake was live in every notebook's kernel (and in pytest)
     gpu_work = [e for e in events if e["event"] in ("cuda_matmul", "cuda_stream", "cuda_time_fn")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Iterable, MutableMapping
+from types import ModuleType
 
 __all__: list[str] = []  # the package's machinery, not part of the course's API
 
@@ -24,18 +25,21 @@ def gather(
     Returns the names copied (the layer's ``__all__``). Two modules that export one name for two
     different objects are refused: the name would otherwise mean whichever module came last.
     """
+    modules = [importlib.import_module(f"{package}.{name}") for name in module_names(path) if name not in on_demand]
+    return export(modules, namespace)
+
+
+def export(modules: Iterable[ModuleType], namespace: MutableMapping[str, object]) -> list[str]:
+    """Copy the names in each module's ``__all__`` into ``namespace``; a name two of them mean differently is refused."""
     exported: dict[str, str] = {}
-    for name in module_names(path):
-        if name in on_demand:
-            continue
-        module = importlib.import_module(f"{package}.{name}")
+    for module in modules:
         for public in getattr(module, "__all__", ()):
             value = getattr(module, public)
             if public in exported and namespace[public] is not value:
                 raise ImportError(
-                    f"{package}.{name} and {package}.{exported[public]} both export {public!r}: "
+                    f"{module.__name__} and {exported[public]} both export {public!r}: "
                     "a layer's public names must be unique"
                 )
-            exported[public] = name
+            exported[public] = module.__name__
             namespace[public] = value
     return list(exported)
