@@ -288,3 +288,17 @@ def test_grade_with_a_grader_lacking_run_grade_exits_2(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "roofline_lib.grading", types.ModuleType("roofline_lib.grading"))
     code, _, err = run(capsys, "grade", "a.md")
     assert code == 2 and "run_grade" in err
+
+
+def test_every_command_module_is_a_subcommand_in_help(capsys):
+    # each module of roofline_lib/cli/ not starting with "_" is one command: add(), run() and ORDER
+    import pkgutil
+
+    import roofline_lib.cli as cli_package
+
+    names = [m.name for m in pkgutil.iter_modules(cli_package.__path__) if not m.name.startswith("_")]
+    assert {"gpus", "verdict", "measure", "plot", "grade"} <= set(names)
+    assert cli.main(["--help"]) == cli.EXIT_OK
+    listed = capsys.readouterr().out
+    for name in names:
+        assert f"    {name} " in listed, name

@@ -1,0 +1,7 @@
+"""``python -m roofline_lib.cli``: the same as the ``roofline`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
