@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import re
 
 import ipywidgets as w
+import numpy as np
 import pytest
+from PIL import Image
 
-from roofline_lib import explorer, widgets
+from roofline_lib import explorer, widgets, widgets_parallel
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -171,3 +174,73 @@ def test_a_log_slider_spans_its_decades_and_a_start_outside_is_refused():
 def test_widgets_hands_out_the_same_explorer_class():
     # chapters and tests that reach Explorer through widgets get this module's class
     assert widgets.Explorer is explorer.Explorer and isinstance(widgets.roofline_explorer(), explorer.Explorer)
+
+
+# --------------------------------------------------------------------------- the kept axes
+
+
+def _pixels_of_a_full_draw(ex):
+    ex.figure.canvas.draw()
+    return np.asarray(ex.figure.canvas.buffer_rgba()).copy()
+
+
+def _pixels_shown(ex):
+    return np.asarray(Image.open(io.BytesIO(ex.last_png)).convert("RGBA"))
+
+
+def _ends(control) -> list:
+    """A control's far values: a menu's last option, a slider's maximum and minimum, a box's other state."""
+    options = getattr(control, "options", None)
+    if options:
+        last = list(options)[-1]
+        return [last[1] if isinstance(last, tuple) else last]
+    if isinstance(control.value, bool):
+        return [not control.value]
+    if hasattr(control, "max"):
+        return [control.max, control.min]
+    return []
+
+
+ALL_EXPLORERS = [
+    widgets.roofline_explorer,
+    widgets.decode_explorer,
+    widgets.flop_share_explorer,
+    widgets.mfu_explorer,
+    widgets.collective_explorer,
+    widgets.serving_explorer,
+    widgets_parallel.parallel_explorer,
+]
+
+
+@pytest.mark.parametrize("make", ALL_EXPLORERS, ids=lambda f: f.__name__)
+def test_a_redraw_over_the_kept_axes_is_the_picture_a_full_draw_makes(make):
+    ex = make()
+    for control in ex.controls.values():
+        for value in _ends(control):
+            control.value = value  # the explorer redraws (the last control may be refused: the readout says so)
+            assert np.array_equal(_pixels_shown(ex), _pixels_of_a_full_draw(ex)), (control.description, value)
+
+
+def test_a_slider_move_draws_the_data_only_and_a_new_gpu_the_whole_figure():
+    ex = widgets.roofline_explorer(gpu="A100", intensity=10.0)
+    frame = ex._frame
+    before = frame.full_draws
+    ex.controls["intensity"].value = 300.0  # the dot moves along the same axes
+    assert frame.full_draws == before
+    ex.controls["gpu"].value = "h100-sxm"  # a higher roof: the y range and the title change
+    assert frame.full_draws == before + 1
+    assert "H100" in ex.figure.axes[0].get_title()
+    assert np.array_equal(_pixels_shown(ex), _pixels_of_a_full_draw(ex))
+
+
+def test_the_kept_axes_follow_a_change_the_key_knows_and_a_stale_key_would_show():
+    ex = widgets.roofline_explorer(gpu="A100", intensity=10.0)
+    ax = ex.figure.axes[0]
+    ax.set_xlim(0.1, 1000.0)  # a change a chapter might make by hand
+    ex.update()
+    assert np.array_equal(_pixels_shown(ex), _pixels_of_a_full_draw(ex))
+    ex._frame._still = explorer._still_key(ex.figure)  # as if the key missed the next change ...
+    ax.set_xlabel("a label the kept picture does not have")
+    ex._frame._still = explorer._still_key(ex.figure)
+    ex.update()
+    assert not np.array_equal(_pixels_shown(ex), _pixels_of_a_full_draw(ex))  # ... the picture would be stale
