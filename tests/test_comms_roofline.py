@@ -92,3 +92,10 @@ def test_tensor_parallel_intensity_is_six_d_over_tp_minus_one_bytes():
     tiny = rl.tensor_parallel_layer(1024, 4096, 1, 4, "H100", "nvlink4", gated=False, alpha_seconds=5e-6)
     assert tiny.comms_seconds == pytest.approx(60e-6 + tiny.bytes_sent / 450e9)
     assert tiny.bound == "comms"
+
+
+def test_the_link_roof_is_named_once_whether_the_link_is_a_name_or_a_number():
+    by_number = rl.comms_roofline.network_roof("H100 SXM", 450e9)
+    by_name = rl.comms_roofline.network_roof("H100 SXM", "NVLink 4")
+    assert by_number.memory_label == "450 GB/s link bandwidth (one direction)"
+    assert by_name.memory_label == "NVLink 4 link bandwidth (one direction)"

@@ -543,6 +543,10 @@ def test_the_whole_run_stays_quick(chapter):
 # --------------------------------------------------------------------------- links and saving
 
 LINKED = ("notebooks/04_inference_regimes.md", "notebooks/08_communication.md", EXERCISE)
+#: The linked pages also run whole in Lab. Chapter 8 is opened, linked and saved but not run: its
+#: live collectives took ~20 s of the browser tests' time, and the strict build executes it already;
+#: what a run in Lab adds (captions, stderr, axe after the run) chapters 1 and 4 and the exercise show.
+RUN_IN_LAB = ("notebooks/04_inference_regimes.md", EXERCISE)
 
 
 @pytest.mark.parametrize("path", LINKED)
@@ -597,6 +601,9 @@ def test_links_work_and_an_unedited_save_changes_nothing(app, lab, path):
         # with "Python 3" Lab rewrote the kernelspec on every save
         assert after == before, f"saving {path} unedited changed it"
         assert not nb.is_dirty(), f"{path} is still marked modified after its save"
+        if path not in RUN_IN_LAB:
+            assert not nb.problems, nb.problems
+            return
         # run: no error, no stderr, no placeholder left; one caption under each figure (exercise 2
         # has none); and the run adds no axe violation
         figures = sum(1 for c in jupytext.read(lab["root"] / path).cells if "figure" in c.metadata.get("mystnb", {}))

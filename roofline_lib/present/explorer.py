@@ -137,7 +137,7 @@ class Explorer(w.VBox):
                 '<figure class="roofline-snapshot">'
                 f'<img src="data:image/png;base64,{png}" alt="{html.escape(self.alt_text)}">'
                 "<figcaption>A snapshot taken when this page was built. Its controls are live in the "
-                "notebook (<code>make lab</code>); on this page, the kernel-free explorer is.</figcaption>"
+                "notebook (<code>make lab</code>); the explorer below runs on this page, with no kernel.</figcaption>"
                 "</figure>" + self.site_html()
             )
         return data

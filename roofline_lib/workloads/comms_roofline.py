@@ -57,7 +57,7 @@ def network_roof(gpu, link, precision: str = "bf16") -> Roof:
         _bandwidth(link, "link"),
         f"{spec.name} {p} over {name}",
         compute_label=f"{spec.name} dense {p} compute peak",
-        memory_label=f"{name} link bandwidth (one direction)",
+        memory_label=f"{name if name.endswith(' link') else name + ' link'} bandwidth (one direction)",
     )
 
 
