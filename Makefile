@@ -67,8 +67,12 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	@echo "==> installing the pinned environment (requirements.txt); first time takes a few minutes"
 	$(call begin_part,install)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m pip install --quiet --no-compile -r requirements.txt
+	$(PY) -m pip install --quiet --no-compile --no-deps -e .
+	@# Bytecode for the environment, on every core: pip compiles on one, which was a third of the
+	@# install (a graded kernel writes none, so what is not compiled here it compiles on every start).
+	@# A few files in third-party test folders do not compile; they are never imported.
+	@$(PY) -m compileall -q -j 0 $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') >/dev/null || true
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (roofline course)" >/dev/null
 	$(call end_part,install)
 	@touch $@
