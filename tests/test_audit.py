@@ -199,3 +199,73 @@ def test_bad_arguments_are_refused():
             audit.count_flops(model, tokens, backward=True)
     with pytest.raises(TypeError, match="backward=True needs fn to return a tensor"):
         audit.count_flops(lambda: 3.0, backward=True)
+
+
+# --- grouped expert matmuls (transformers 5's default MoE experts) ---------------------------
+
+
+def _grouped(m=12, k=16, n=8, offs=(3, 3, 9)):
+    """One grouped product: 12 rows, of which offs routes 3, 0 and 6 to three experts (3 left over)."""
+    torch.manual_seed(0)
+    a = torch.randn(m, k, requires_grad=True)
+    b = torch.randn(len(offs), k, n, requires_grad=True)
+    groups = torch.tensor(offs, dtype=torch.int32)
+    # squared, so the gradient reaching the product is a real (contiguous) tensor
+    return lambda: (torch._grouped_mm(a, b, offs=groups) ** 2).sum()
+
+
+def test_grouped_mm_experts_are_counted_by_their_routed_rows():
+    fn = _grouped()
+    stock = FlopCounterMode(display=False)
+    with stock:
+        fn().backward()
+    assert stock.get_total_flops() == 0  # torch's table has no _grouped_mm: the experts vanish
+    counted = audit.count_flops(fn, backward=True)
+    assert counted.forward == 2 * 9 * 16 * 8  # 9 routed rows x (16 -> 8): 2,304, not the 12 rows held
+    assert counted.backward == 2 * counted.forward  # dA = dO B^T and dB = A^T dO, one forward each
+    assert counted.grouped_experts == counted.total == 6912
+    assert "torch's own counter books as 0" in counted.table()
+    plain = audit.count_flops(lambda: torch.ones(2, 2) @ torch.ones(2, 2))
+    assert plain.grouped_experts == 0 and "grouped-mm" not in plain.table()
+
+
+def test_grouped_mm_shapes_by_hand():
+    a2, a3 = torch.empty(10, 4, device="meta"), torch.empty(3, 10, 4, device="meta")
+    b2, b3 = torch.empty(4, 6, device="meta"), torch.empty(3, 4, 6, device="meta")
+    offs = torch.tensor([2, 5, 7])
+    assert audit._grouped_mm_flops(a2, b3, offs) == 2 * 7 * 4 * 6  # rows split among the groups
+    assert audit._grouped_mm_flops(a2, b3, None) == 2 * 10 * 4 * 6  # no offsets: every row
+    assert audit._grouped_mm_flops(a2, b3, offs.to("meta")) == 2 * 10 * 4 * 6  # unreadable: every row
+    assert audit._grouped_mm_flops(a3, b2, torch.tensor([2, 4, 5])) == 2 * 10 * 4 * 5  # columns split among groups
+    assert audit._grouped_mm_flops(a2.T, a2, offs) == 2 * 4 * 7 * 4  # the inner dimension: a weight gradient
+    assert audit._grouped_mm_flops(a3, b3) == 2 * 3 * 10 * 4 * 6  # a plain batch
+
+
+def test_the_audit_equals_the_library_on_a_moe_under_transformers_default():
+    transformers = pytest.importorskip("transformers", reason="transformers is not a dependency of the course")
+    import json
+    from pathlib import Path
+
+    import roofline_lib as rl
+
+    record = json.loads((Path(__file__).parent / "hf_configs" / "tiny_transformers.json").read_text())["mixtral"]
+    config = transformers.AutoConfig.for_model(**record["to_diff_dict"])
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")  # grouped_mm
+    tokens = torch.randint(0, config.vocab_size, (1, 8))
+    expected = rl.TransformerConfig.from_hf_config(record["to_diff_dict"], seq_len=8).flops_per_token(eager=True)
+    with torch.no_grad():
+        stock = FlopCounterMode(display=False)
+        with stock:
+            model(tokens)
+        counted = audit.count_flops(model, tokens)
+    assert counted.total == expected.fwd_per_token * 8 == record["forward_flops_8_tokens"]
+    # 8 tokens, 2 layers, 2 experts each of three 64 x 96 matrices, 2 FLOPs a multiply-add
+    assert counted.grouped_experts == 8 * 2 * 2 * 3 * 64 * 96 * 2
+    assert stock.get_total_flops() == counted.total - counted.grouped_experts  # what the stock counter loses
+    # transformers' own fallback op, for shapes torch._grouped_mm refuses, is counted the same way
+    from transformers.integrations import moe  # noqa: F401  (registers torch.ops.transformers.*)
+
+    a, b, offs = torch.randn(12, 16), torch.randn(3, 16, 8), torch.tensor([3, 3, 9])
+    fallback = audit.count_flops(lambda: torch.ops.transformers.grouped_mm_fallback(a, b, offs))
+    assert fallback.total == fallback.grouped_experts == 2 * 9 * 16 * 8

@@ -37,7 +37,8 @@ def _real(name: str) -> rl.TransformerConfig:
 
 def test_the_tiny_record_covers_every_family_the_reader_maps():
     assert len(FAMILIES) == 18
-    assert {TINY[k]["to_dict"]["model_type"] for k in FAMILIES} == set(_hf_config._FAMILIES)
+    # the families read since are recorded in tiny_families.json (tests/test_families.py)
+    assert {TINY[k]["to_dict"]["model_type"] for k in FAMILIES} <= set(_hf_config._FAMILIES)
 
 
 @pytest.mark.parametrize("form", ["to_dict", "to_diff_dict"])
@@ -84,7 +85,7 @@ def test_each_reason_for_skipping_a_key_is_exercised():
     # one key of every reason, added to a config the reader accepts, changes nothing
     base = TINY["llama"]["to_diff_dict"]
     reference = rl.TransformerConfig.from_hf_config(base)
-    assert len(_hf_config._NO_COUNT_BY_REASON) == 9
+    assert len(_hf_config._NO_COUNT_BY_REASON) == 10
     for reason, keys in _hf_config._NO_COUNT_BY_REASON.items():
         assert keys, reason
         assert rl.TransformerConfig.from_hf_config({**base, keys[-1]: "anything"}) == reference, reason
@@ -101,7 +102,7 @@ def test_every_other_unknown_key_is_refused_by_name():
     ):
         with pytest.raises(ValueError, match=f"{key}=True in a llama config is not mapped"):
             rl.TransformerConfig.from_hf_config({**base, key: bad})
-    with pytest.raises(ValueError, match="layer_types holds chunked_attention"):
+    with pytest.raises(ValueError, match="layer_types has chunked_attention layers in a gemma2 config"):
         rl.TransformerConfig.from_hf_config({**TINY["gemma2"]["to_dict"], "layer_types": ["chunked_attention"] * 3})
     with pytest.raises(ValueError, match="dense layers among the expert ones are not mapped"):
         rl.TransformerConfig.from_hf_config({**TINY["qwen2_moe"]["to_dict"], "mlp_only_layers": [0]})

@@ -347,3 +347,41 @@ def test_from_hf_config_families():
         rl.TransformerConfig.from_hf_config({**GEMMA_7B, "attention_bias": True})
     mixtral = rl.model_config("mixtral-8x7b")
     assert (mixtral.n_experts, mixtral.experts_per_token, mixtral.sliding_window) == (8, 2, None)
+
+
+def test_the_fields_of_todays_families_by_hand():
+    # d = 8, d_ff = 16, 2 layers, 2 heads of 4, one KV head, V = 10, untied; plain FFN
+    base = rl.TransformerConfig(d_model=8, d_ff=16, n_layers=2, n_heads=2, n_kv_heads=1, vocab=10, gated=False)
+    parts = base.params_breakdown()
+
+    def more(**kw):
+        return rl.TransformerConfig(**{**dataclasses.asdict(base), **kw}).n_params() - base.n_params()
+
+    assert more(qk_head_norm=True) == 2 * 2 * 4  # a norm of head_dim on Q and on K, per layer
+    assert more(ffn_bias=True) == 2 * (16 + 8)  # up and down biases; attention keeps none
+    assert more(bias=True, ffn_bias=False) == 2 * (8 + 4 + 4 + 8)  # Q, K, V, O biases only
+    assert more(unembedding_bias=True) == 10 and parts["unembedding"] == 80
+    assert more(attention_sinks=True) == 2 * 2  # one logit per head and layer
+    assert more(n_experts=4, experts_per_token=1, router_bias=True) - more(n_experts=4, experts_per_token=1) == 2 * 4
+    # sinks, norms and biases do no matmul: the forward FLOPs stay
+    sinks = dataclasses.replace(base, attention_sinks=True, qk_head_norm=True, seq_len=4)
+    assert sinks.flops_per_token() == dataclasses.replace(base, seq_len=4).flops_per_token()
+    for field, bad in (("ffn_bias", 1), ("qk_head_norm", "yes"), ("chunked_attention", None)):
+        with pytest.raises((TypeError, ValueError), match=field):
+            dataclasses.replace(base, **{field: bad})
+    with pytest.raises(ValueError, match="cache_kv_heads must be"):
+        dataclasses.replace(base, cache_kv_heads=0)
+    with pytest.raises(ValueError, match="qk_head_norm, qkv_bias, bias and attention_sinks are not mapped"):
+        dataclasses.replace(base, n_kv_heads=None, head_dim=None, mla=rl.MLA(8, 4, 2, 4), attention_sinks=True)
+
+
+def test_eager_counts_the_whole_square_the_kernel_convention_does_not():
+    # 2 layers, one windowed (W = 2), s = 4, H h = 8: 4 * 8 = 32 FLOPs per key and layer
+    cfg = rl.TransformerConfig(
+        d_model=8, d_ff=16, n_layers=2, n_heads=2, vocab=10, seq_len=4, sliding_window=2, window_layers=1
+    )
+    assert cfg.flops_per_token(eager=True).scores_total == 2 * 4 * 32  # every layer over all 4 keys
+    assert cfg.flops_per_token(causal=False).scores_total == (2 + 4) * 32  # the window caps one layer
+    assert cfg.flops_per_token().scores_total == (2 - 4 / 8 + 2) * 32  # causal: W - W^2 / 2s, and s / 2
+    with pytest.raises(TypeError, match="eager must be True or False"):
+        cfg.flops_per_token(eager="yes")

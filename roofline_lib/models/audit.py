@@ -56,6 +56,16 @@ and is counted as dense in every mode: nothing in a ``bmm`` says it is attention
 Masks passed as tensors (``attn_mask``, ``attn_bias``) and sliding windows are
 counted dense; ``flex_attention`` keeps torch's formula.
 
+Mixture-of-experts layers (transformers 5 defaults them to ``experts_implementation="grouped_mm"``)
+run their experts as one ``aten._grouped_mm`` per projection (or, where that kernel cannot run,
+transformers' opaque custom op ``transformers::grouped_mm_fallback``). Neither has a formula in
+torch's table, so the stock counter books every expert FLOP as 0 (a Mixtral-style model then
+counts at 0.40x of its true forward, with no warning). :func:`count_flops` counts both in every
+mode, by the rows each group really multiplies (``offs[-1]`` of them, the routed token-expert
+pairs): ``2 M K N`` for an ``(M, K)`` input against ``(G, K, N)`` experts, the same total as the
+eager loop over experts; the backward's two grouped products cost twice that. The FLOPs found in
+them are reported as :attr:`FlopAudit.grouped_experts`, and the table says so.
+
 Cross-check on the tiny decoder (:func:`crosscheck`, :mod:`roofline_lib.models.tiny_model`): the
 counted forward exceeds ``transformer_flops_per_token * tokens`` by exactly ``2 * L * B * s * d``
 FLOPs, the gap between ``s * (s + 1) / 2`` kept score entries and the analytic
@@ -236,6 +246,58 @@ def _check_mode(attention, recompute) -> None:
         )
 
 
+# --- grouped expert matmuls -------------------------------------------------------------
+
+
+def _rows_done(offs, full: int) -> int:
+    """How many rows (or columns) a grouped product really multiplies: ``offs[-1]``, where it can be read."""
+    if offs is None or offs.numel() == 0 or offs.device.type == "meta":
+        return full
+    return min(int(offs[-1]), full)
+
+
+def _grouped_mm_flops(a, b, offs=None) -> int:
+    """``torch._grouped_mm``: 2D x 3D (groups of rows), 3D x 2D (groups of columns), 2D x 2D (groups
+    of the inner dimension: the weight gradient) and 3D x 3D (a plain batch)."""
+    if a.dim() == 2 and b.dim() == 3:
+        return 2 * _rows_done(offs, a.shape[0]) * a.shape[1] * b.shape[2]
+    if a.dim() == 3 and b.dim() == 2:
+        return 2 * a.shape[1] * a.shape[2] * _rows_done(offs, b.shape[1])
+    if a.dim() == 2 and b.dim() == 2:
+        return 2 * a.shape[0] * _rows_done(offs, a.shape[1]) * b.shape[1]
+    return 2 * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+
+
+def _grouped_formulas() -> dict:
+    """Formulas for the grouped expert ops that exist in this process (aten's, and transformers' fallback)."""
+
+    def grouped(*args, out_val=None, **kwargs) -> int:
+        a, b = args[0], args[1]
+        offs = kwargs.get("offs", args[2] if len(args) > 2 else None)
+        return _grouped_mm_flops(a, b, offs)
+
+    def fallback_backward(*args, out_val=None, **kwargs) -> int:
+        x, w, offs = args[0], args[1], args[2]  # grad_input = dO W^T and grad_weight = x^T dO per group
+        return 2 * _grouped_mm_flops(x, w, offs)
+
+    formulas = {}
+    for fn in (grouped, fallback_backward):
+        fn._get_raw = True
+    if hasattr(_aten, "_grouped_mm"):
+        formulas[_aten._grouped_mm] = grouped
+    custom = getattr(torch.ops, "transformers", None)
+    for name, fn in (("grouped_mm_fallback", grouped), ("grouped_mm_fallback_backward", fallback_backward)):
+        try:
+            formulas[getattr(custom, name)] = fn
+        except (AttributeError, RuntimeError):  # transformers not imported: the op does not exist
+            pass
+    return formulas
+
+
+#: Op names whose FLOPs count_flops reports as grouped experts.
+_GROUPED_NAMES = ("aten._grouped_mm", "transformers.grouped_mm_fallback", "transformers.grouped_mm_fallback_backward")
+
+
 # --- the audit -----------------------------------------------------------------------
 
 
@@ -293,6 +355,12 @@ class FlopAudit:
     recompute: bool
 
     @property
+    def grouped_experts(self) -> int:
+        """FLOPs in grouped expert matmuls (``aten._grouped_mm``, transformers' fallback), forward and
+        backward: the experts the stock counter books as 0."""
+        return sum(n for op, n in self.by_op.items() if op in _GROUPED_NAMES)
+
+    @property
     def total(self) -> int:
         return self.forward + self.backward
 
@@ -321,6 +389,11 @@ class FlopAudit:
         lines.append(
             f"(attention counted as {self.attention!r}{', with backward recompute' if self.recompute else ''})"
         )
+        if self.grouped_experts:
+            lines.append(
+                f"(grouped-mm experts counted by their routed rows: {self.grouped_experts:,} FLOPs "
+                "that torch's own counter books as 0)"
+            )
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -351,7 +424,9 @@ def count_flops(
     with ``backward=False``: ops run by the autograd engine are booked as backward
     either way. ``attention`` picks how attention kernels are counted (see
     :data:`ATTENTION_MODES` and the module docstring); ``recompute=True`` adds the
-    flash backward's recomputed ``Q K^T``.
+    flash backward's recomputed ``Q K^T``. Grouped expert matmuls (transformers' default
+    ``experts_implementation="grouped_mm"``) are counted by their routed rows in every mode and
+    reported as :attr:`FlopAudit.grouped_experts` (see the module docstring).
 
     Parameter gradients accumulate as in any backward; zero them afterwards if the
     model is reused for training.
@@ -363,7 +438,7 @@ def count_flops(
     _check_mode(attention, recompute)
 
     ledger = _Ledger()
-    formulas = {**_fc.flop_registry, **attention_mapping(attention, recompute)}
+    formulas = {**_fc.flop_registry, **_grouped_formulas(), **attention_mapping(attention, recompute)}
     mapping = {packet: ledger.wrap(packet, f) for packet, f in formulas.items()}
     counter = FlopCounterMode(display=False, custom_mapping=mapping)
     with counter:

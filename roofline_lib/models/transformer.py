@@ -30,6 +30,7 @@ The named conventions for training FLOPs per token are in :data:`TRAINING_CONVEN
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field, fields
 from types import MappingProxyType
 
@@ -180,6 +181,7 @@ class MLA:
 
 
 _NORMS = ("rmsnorm", "layernorm")
+_KV_LAYOUTS = ("window", "transformers")
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,21 @@ class TransformerConfig:
     * ``n_dense_layers``: in a mixture of experts, the first layers have a dense FFN of width
       ``d_ff`` instead (DeepSeek's ``first_k_dense_replace``); the rest use experts.
     * ``mla``: multi-head latent attention (:class:`MLA`) in place of Q, K, V and O.
+    * ``qk_head_norm``: one RMSNorm of ``head_dim`` on the queries and one on the keys, shared by
+      every head (Qwen 3, Gemma 3); ``qk_norm`` normalises the whole projection instead.
+    * ``ffn_bias``: the FFN's linear layers (every expert's too) have biases; ``None``: as ``bias``
+      says (GPT-J: ``bias=False, ffn_bias=True``).
+    * ``unembedding_bias``: the unembedding has a bias of ``vocab`` (GPT-J, Phi-3.5-MoE's option).
+    * ``router_bias``: the router has a bias of ``n_experts`` (gpt-oss).
+    * ``attention_sinks``: each layer holds one learned sink logit per query head (gpt-oss): ``H``
+      parameters, 0 FLOPs (one more column in the softmax).
+    * ``chunked_attention``: the ``window_layers`` attend within fixed chunks of ``sliding_window``
+      tokens (Llama 4's ``attention_chunk_size``) instead of a window that slides.
+    * ``cache_kv_heads``: the heads transformers' cache stores per layer where that differs from
+      ``n_kv_heads`` (Falcon's new architecture broadcasts K and V to every query head first); only
+      :meth:`kv_cache_bytes` with ``layout="transformers"`` reads it.
+    * ``eager_dense_experts``: transformers runs every expert on every token, scaled by the router's
+      score (Llama 4); only :meth:`flops_per_token` with ``eager=True`` reads it.
     * ``name``: a label, and ``context_window``: the longest context the model accepts
       (``max_position_embeddings``); neither takes part in comparisons or counts.
     """
@@ -247,8 +264,16 @@ class TransformerConfig:
     shared_expert_gate: bool = False
     n_dense_layers: int = 0
     mla: MLA | None = None
+    qk_head_norm: bool = False
+    ffn_bias: bool | None = None
+    unembedding_bias: bool = False
+    router_bias: bool = False
+    attention_sinks: bool = False
+    chunked_attention: bool = False
     name: str = field(default="", compare=False)
     context_window: int | None = field(default=None, compare=False)
+    cache_kv_heads: int | None = field(default=None, compare=False)
+    eager_dense_experts: bool = field(default=False, compare=False)
 
     def __post_init__(self):
         heads = self._check_sizes()
@@ -276,8 +301,14 @@ class TransformerConfig:
             _positive_int(self.seq_len, "seq_len", "tokens")
         if self.context_window is not None:
             _positive_int(self.context_window, "context_window", "tokens")
-        for flag in ("gated", "tied_embeddings", "bias", "qkv_bias", "qk_norm", "embedding_norm", "shared_expert_gate"):
+        flags = ("gated", "tied_embeddings", "bias", "qkv_bias", "qk_norm", "embedding_norm", "shared_expert_gate")
+        more = ("qk_head_norm", "unembedding_bias", "router_bias", "attention_sinks", "chunked_attention")
+        for flag in (*flags, *more, "eager_dense_experts"):
             _flag(getattr(self, flag), flag)
+        if self.ffn_bias is not None:
+            _flag(self.ffn_bias, "ffn_bias")
+        if self.cache_kv_heads is not None:
+            _positive_int(self.cache_kv_heads, "cache_kv_heads", "key/value heads in the cache")
         return heads
 
     def _resolve_latent_attention(self, heads: int) -> None:
@@ -293,8 +324,10 @@ class TransformerConfig:
                 f"n_kv_heads must equal n_heads ({heads}) with multi-head latent attention (every head "
                 f"rebuilds its own key and value from the latent), got {self.n_kv_heads!r}"
             )
-        if self.qk_norm or self.qkv_bias or self.bias:
-            raise ValueError("qk_norm, qkv_bias and bias are not mapped for multi-head latent attention")
+        if self.qk_norm or self.qk_head_norm or self.qkv_bias or self.bias or self.attention_sinks:
+            raise ValueError(
+                "qk_norm, qk_head_norm, qkv_bias, bias and attention_sinks are not mapped for multi-head latent attention"
+            )
 
     def _resolve_heads(self, heads: int) -> None:
         """``head_dim`` (default ``d_model // n_heads``) and ``n_kv_heads`` (default ``n_heads``)."""
@@ -340,6 +373,8 @@ class TransformerConfig:
         """``sliding_window`` in tokens, and ``window_layers`` (which needs it) from 0 to ``n_layers``."""
         if self.sliding_window is not None:
             _positive_int(self.sliding_window, "sliding_window", "tokens")
+        elif self.chunked_attention:
+            raise ValueError("chunked_attention=True needs the chunk length as sliding_window (tokens)")
         if self.window_layers is None:
             return
         if self.sliding_window is None:
@@ -413,8 +448,13 @@ class TransformerConfig:
             WeightMatrix("o", self.attention_dim, d, bias=b),
         ]
 
+    @property
+    def has_ffn_bias(self) -> bool:
+        """Whether the FFN's linear layers have biases: ``ffn_bias``, or ``bias`` when that is None."""
+        return self.bias if self.ffn_bias is None else self.ffn_bias
+
     def _ffn_matrices(self, experts: bool) -> list[WeightMatrix]:
-        d, b = self.d_model, self.bias
+        d, b = self.d_model, self.has_ffn_bias
 
         def shapes(width):
             return ([("gate", d, width)] if self.gated else []) + [("up", d, width), ("down", width, d)]
@@ -426,7 +466,7 @@ class TransformerConfig:
         n = self.n_shared_experts
         if n:
             mats += [WeightMatrix("shared_" + p, i, o, n, n, b, "ffn") for p, i, o in shapes(self.shared_expert_d_ff)]
-        mats.append(WeightMatrix("router", d, self.n_experts, term="ffn"))
+        mats.append(WeightMatrix("router", d, self.n_experts, bias=self.router_bias, term="ffn"))
         if self.shared_expert_gate:
             mats.append(WeightMatrix("shared_gate", d, 1, term="ffn"))  # one sigmoid gate per token
         return mats
@@ -486,6 +526,10 @@ class TransformerConfig:
         norms = (self.norms_per_layer * L + 1 + self.embedding_norm) * self._norm_params()  # per block + final
         if self.qk_norm:
             norms += L * (self._norm_params(self.attention_dim) + self._norm_params(self.kv_dim))
+        if self.qk_head_norm:
+            norms += L * 2 * self._norm_params(self.head_dim)  # one for the queries, one for the keys
+        if self.attention_sinks:
+            per["attention"] += L * self.n_heads  # one sink logit per head and layer
         if self.mla is not None:
             latents = self.mla.kv_lora_rank + (self.mla.q_lora_rank or 0)
             norms += L * self._norm_params(latents)  # an RMSNorm on each latent
@@ -494,7 +538,8 @@ class TransformerConfig:
             "ffn": per["ffn"],
             "norms": norms,
             "embedding": self.vocab * d,
-            "unembedding": 0 if self.tied_embeddings else self.vocab * d,
+            "unembedding": (0 if self.tied_embeddings else self.vocab * d)
+            + (self.vocab if self.unembedding_bias else 0),
             "positions": (self.learned_positions or 0) * d,
         }
 
@@ -538,18 +583,34 @@ class TransformerConfig:
         windowed = L if self.window_layers is None else self.window_layers
         return tuple((n, win) for n, win in ((windowed, w), (L - windowed, None)) if n)
 
-    def kv_cache_bytes(self, context_len, bytes_per_elem=2, batch=1) -> float:
+    def kv_cache_bytes(self, context_len, bytes_per_elem=2, batch=1, *, layout="window") -> float:
         """KV cache of ``batch`` sequences of ``context_len`` tokens, in bytes, every layer summed.
 
-        Per layer ``min(context_len, sliding_window)`` tokens in a windowed layer (a rolling
-        buffer keeps the window), ``context_len`` in the others, each :attr:`kv_cache_width`
-        elements of ``bytes_per_elem`` bytes.
+        ``layout`` says which cache is counted:
+
+        * ``"window"`` (the default): what the model needs, a rolling buffer of the window. Per
+          layer ``min(context_len, sliding_window)`` tokens in a windowed layer, ``context_len`` in
+          the others, each :attr:`kv_cache_width` elements. A chunked layer is counted as a buffer
+          of one whole chunk, an upper bound (a query needs only the keys of its chunk so far).
+        * ``"transformers"``: what transformers' ``DynamicCache`` holds after ``context_len``
+          tokens. A windowed layer keeps ``sliding_window - 1`` tokens (the next query brings its
+          own key), and a model whose attention broadcasts K and V before caching them stores
+          ``cache_kv_heads`` heads (Falcon's new architecture: every query head).
+
+        Each element is ``bytes_per_elem`` bytes.
         """
         tokens = _positive_int(context_len, "context_len", "tokens")
         b = _positive(bytes_per_elem, "bytes_per_elem", "bytes per element")
         sequences = _positive_int(batch, "batch", "sequences")
-        kept = sum(n * (tokens if w is None else min(tokens, w)) for n, w in self._window_groups())
-        return sequences * kept * self.kv_cache_width * b
+        if layout not in _KV_LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(map(repr, _KV_LAYOUTS))}, got {layout!r}")
+        width, short = self.kv_cache_width, 0
+        if layout == "transformers":
+            short = 1
+            if self.cache_kv_heads is not None:
+                width = 2 * self.cache_kv_heads * self.head_dim
+        kept = sum(n * (tokens if w is None else min(tokens, w - short)) for n, w in self._window_groups())
+        return sequences * kept * width * b
 
     # --- FLOPs ----------------------------------------------------------------------------
 
@@ -570,8 +631,11 @@ class TransformerConfig:
             )
         return self.seq_len
 
-    @staticmethod
-    def _keys_seen(s: int, causal: bool, w: int | None) -> float:
+    def _keys_seen(self, s: int, causal: bool, w: int | None) -> float:
+        if w is not None and self.chunked_attention:  # whole chunks of w, and the last one's rest
+            full, rest = divmod(s, w)
+            entries = full * w * w + rest * rest
+            return entries / s if not causal else entries / (2 * s)
         if not causal:
             return s if w is None else min(s, w)
         if w is None or w >= s:
@@ -583,7 +647,9 @@ class TransformerConfig:
 
         Full square: ``s`` (at most ``sliding_window``). Causal: ``s / 2``; with a window
         ``W < s``, ``W - W**2 / (2 s)`` (the first ``W`` queries see a growing triangle, the
-        rest see ``W`` keys each). Where only ``window_layers`` are windowed, the mean over layers.
+        rest see ``W`` keys each). Chunked layers (``chunked_attention``): a query sees its own
+        chunk, ``(q W**2 + r**2) / s`` keys for ``s = q W + r`` (half of it causal). Where only
+        ``window_layers`` are windowed, the mean over layers.
         """
         s = self._seq_len(seq_len, "keys_seen")
         causal = _flag(causal, "causal")
@@ -592,16 +658,31 @@ class TransformerConfig:
             return self._keys_seen(s, causal, groups[0][1])
         return sum(n * self._keys_seen(s, causal, w) for n, w in groups) / self.n_layers
 
-    def flops_per_token(self, causal=True, seq_len=None) -> TransformerFlops:
+    def flops_per_token(self, causal=True, seq_len=None, *, eager=False) -> TransformerFlops:
         """Forward FLOPs for one token, by component (see the module docstring).
 
         Per layer: each matrix's :func:`~roofline_lib.core.ops.gemm_flops` for one row (only the
         experts a token uses), and the scores, ``ops.attention_flops`` of one query over
         :meth:`keys_seen` keys (each windowed layer over its window). Once: the unembedding,
         ``gemm_flops(1, V, d)``.
+
+        ``eager=True`` counts the scores as transformers' eager attention computes them: every
+        entry of the ``s x s`` square in every layer, the causal mask, windows and chunks applied
+        to the product afterwards (``causal`` is then not read). That is what ``FlopCounterMode``
+        sees on a model built with ``attn_implementation="eager"``; where transformers runs every
+        expert on every token (``eager_dense_experts``), every expert is counted too.
         """
         s = self._seq_len(seq_len, "the attention-score count")
         causal = _flag(causal, "causal")
+        if _flag(eager, "eager"):
+            dense = dataclasses.replace(
+                self,
+                sliding_window=None,
+                window_layers=None,
+                chunked_attention=False,
+                experts_per_token=self.n_experts if self.eager_dense_experts else self.experts_per_token,
+            )
+            return dense.flops_per_token(causal=False, seq_len=s)
         if self.mla is None:
             per_key = attention_flops(1, self.n_heads, 1, 1, self.head_dim)  # 4 H h: QK^T and PV
         else:
@@ -650,9 +731,12 @@ class TransformerConfig:
         """Read the architecture of a Hugging Face config: a ``config.json`` path, its dict, a
         transformers config object, or that object's ``to_dict()`` or ``to_diff_dict()``.
 
-        Families (``model_type``): llama, mistral, mixtral, qwen2, qwen2_moe, gemma, gemma2,
-        phi3, olmo2, starcoder2, gpt2, gpt_neox, falcon, bloom, deepseek_v2 and deepseek_v3.
-        Nothing is downloaded. ``seq_len`` is the training length; it is not taken from the
+        Families (``model_type``, listed by :func:`~roofline_lib.models.hf_config.families`): llama,
+        mistral, mixtral, qwen2, qwen2_moe, gemma, gemma2, phi3, olmo2, starcoder2, gpt2, gpt_neox,
+        falcon, bloom, deepseek_v2, deepseek_v3, qwen3, qwen3_moe, gemma3_text, granite, granitemoe,
+        granitemoeshared, cohere, cohere2, glm4, glm4_moe, opt, gptj, phimoe, gpt_oss and llama4_text,
+        and the text model of the multimodal llava, mistral3, gemma3 and llama4 (state-space models:
+        :func:`~roofline_lib.models.hf_config.read_model`). Nothing is downloaded. ``seq_len`` is the training length; it is not taken from the
         context window (``max_position_embeddings``, kept as ``context_window``), so a count
         that needs it asks for it. A key that would change the counts but that this reader
         cannot map raises ValueError naming it; keys known not to change any count (token ids,
