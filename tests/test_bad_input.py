@@ -340,9 +340,6 @@ NOT_CALLED: dict[str, str] = {
     "rl.server_fit": "takes (context, sequences) pairs from step_time; exercised through it in test_feasibility",
     "rl.fit_layouts": "prices every layout with plan (whose refusals are tested here); its own in test_layout_search",
     "rl.published_runs": "takes no arguments",
-    "diagnosis_report.plot_piles": "draws a Trace read by read_trace with its Diagnosis; the slices it draws are piles_over_time's",
-    "diagnosis_report.plot_ranks": "draws the RankSummary of a folder of rank traces (test_trace_devices, test_cli_diagnose)",
-    "diagnosis_report.piles_over_time": "takes a Trace and its Diagnosis; its refusal of bins=0 is in test_traces_stored",
     "parallel_live.measure_parallel": "trains on local gloo ranks for seconds; its refusals are in test_parallel_live",
     "parallel_live.compare_parallel": "takes measure_parallel's LiveMeasurement; its refusal is in test_parallel_live",
 }

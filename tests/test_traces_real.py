@@ -1,9 +1,9 @@
 """The triage on real A100 training traces that nobody here recorded: HTA's test data.
 
 Holistic Trace Analysis (facebookresearch/HolisticTraceAnalysis, MIT licence) ships Kineto traces
-of real training runs in its ``tests/data``. Only four small ones are copied into this repository (``tests/traces/hta/``, read
-by ``test_traces_stored.py``); for the larger ones here, point ``ROOFLINE_HTA_TRACES`` at a
-checkout's ``tests/data`` folder to run these tests (they are skipped otherwise). Each trace is parsed once per module. For each, three figures are counted here
+of real training runs in its ``tests/data``. They are not copied into this repository: point
+``ROOFLINE_HTA_TRACES`` at a checkout's ``tests/data`` folder to run these tests (they are skipped
+otherwise). Each trace is parsed once per module. For each, three figures are counted here
 independently of :mod:`roofline_lib.evidence.traces` -- with plain interval arithmetic on the raw events --
 and compared with the reading, and with HTA 0.5.0's own breakdown of the same file:
 
