@@ -338,7 +338,7 @@ NOT_CALLED: dict[str, str] = {
     "rl.best_rate_under_slo": "runs the scheduler at each rate it searches; its refusals are in test_scheduler",
     "rl.memory_fit": "the feasibility rule, given name -> bytes parts by the pricing functions; see test_feasibility",
     "rl.server_fit": "takes (context, sequences) pairs from step_time; exercised through it in test_feasibility",
-    "rl.fit_layouts": "prices every layout with plan (whose refusals are tested here); its own in test_layout_search",
+    "rl.fit_layouts": "prices every layout with plan (whose refusals are tested here); its own in test_feasibility",
     "rl.published_runs": "takes no arguments",
     "parallel_live.measure_parallel": "trains on local gloo ranks for seconds; its refusals are in test_parallel_live",
     "parallel_live.compare_parallel": "takes measure_parallel's LiveMeasurement; its refusal is in test_parallel_live",

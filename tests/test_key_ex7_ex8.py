@@ -190,6 +190,9 @@ def test_ex8_the_references_worked_by_hand():
     assert _judge("ex8-f", ttft_seconds=2 * EX8_N * 2000 / 800e12).status == "correct"
     # 80 decodes + c prompt tokens: 2 N (80 + c) / 800e12 <= 20 ms -> 80 + c <= 664.6 -> c = 584
     assert _judge("ex8-i", max_chunk_tokens=584).status == "correct"
+    # 585 tokens: 2 N 665 / 800e12 = 20.01 ms, over the objective; the key takes only the largest that meets it
+    assert 2 * EX8_N * (80 + 585) / 800e12 > 0.020 >= 2 * EX8_N * (80 + 584) / 800e12
+    assert [_judge("ex8-i", max_chunk_tokens=c).status for c in (583, 584, 585)] == ["wrong", "correct", "wrong"]
     assert _judge("ex8-j", technique="C").status == "correct"
     assert _judge("ex8-k", technique_reason=4).status == "correct"
 
@@ -208,9 +211,12 @@ def test_ex8_the_references_worked_by_hand():
         ("ex8-e", "max_batch", 135, "KV cache holds"),
         ("ex8-f", "ttft_seconds", (EX8_W + 2000 * EX8_KV) / 3.2e12, "memory roof"),  # 7.6 ms
         ("ex8-i", "max_chunk_tokens", 664, "80 decode tokens"),
+        ("ex8-e", "max_batch", 98, "longer than the objective; round down"),  # 20.07 ms
+        ("ex8-e", "max_batch", 64, "power of two"),  # the largest power of two below 97
+        ("ex8-i", "max_chunk_tokens", 585, "longer than the objective; round down"),  # 20.01 ms
     ],
     ids=["mha", "k-only", "contiguous", "no-weights", "compute", "weights-only", "per-seq", "tpot-no-weights",
-         "capacity", "ttft-memory", "chunk-alone"],
+         "capacity", "ttft-memory", "chunk-alone", "batch-over", "batch-power-of-two", "chunk-over"],
 )  # fmt: skip
 def test_ex8_each_known_slip_gets_its_hint_in_both_modes(part, name, value, hint):
     _assert_slip_gets_its_hint(part, name, value, hint)

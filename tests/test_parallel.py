@@ -88,13 +88,33 @@ def test_dp_critical_tokens_hide_the_gradients():
     assert dp.critical_tokens_per_gpu * per_token == pytest.approx(dp.seconds)
 
 
-def test_step_is_the_longest_roof_and_serial_the_sum():
+def test_tp_waits_on_the_critical_path_dp_overlaps_and_serial_is_the_sum():
     c = rl.cluster("8x H100", 16)
     p = rl.plan("llama-3-8b", c, dp=2, tp=8, global_batch=8, seq_len=4096)
-    assert p.step_seconds == max(p.roofs.values())
-    assert p.binding == max(p.roofs, key=p.roofs.get)
-    assert p.serial_seconds == pytest.approx(p.compute_seconds + p.bubble_seconds + sum(r.seconds for r in p.comms))
+    tp, dp = p.roof("tp").seconds, p.roof("dp").seconds
+    # tp's all-reduces sit between dependent GEMMs: added to the compute; dp's overlap the backward
+    assert p.exposed == {"tp": tp}
+    assert p.critical_seconds == pytest.approx(p.compute_seconds + p.bubble_seconds + tp)
+    assert p.step_seconds == max(p.critical_seconds, p.hbm_seconds, dp) == p.critical_seconds
+    assert p.binding == "compute + tp"
+    assert "tp on the critical path" in p.assumption and "dp overlapped" in p.assumption
+    assert p.assumption in str(p)
+    assert p.serial_seconds == pytest.approx(p.compute_seconds + p.bubble_seconds + tp + dp)
     assert 0 < p.mfu_no_overlap <= p.mfu <= 1
+    # letting tp overlap too is the old, looser bound: the longest roof alone
+    loose = rl.plan("llama-3-8b", c, dp=2, tp=8, global_batch=8, seq_len=4096, overlap=("tp", "dp"))
+    assert loose.step_seconds == max(loose.roofs.values()) < p.step_seconds
+    assert loose.binding == max(loose.roofs, key=loose.roofs.get) and loose.mfu > p.mfu
+    assert "tp and dp overlapped" in loose.assumption
+
+
+@pytest.mark.parametrize(
+    "overlap, error, match",
+    [("tp", TypeError, "overlap must be a tuple"), (("tp", "zz"), ValueError, r"overlap must name .*'zz'")],
+)
+def test_overlap_names_parallel_dimensions(overlap, error, match):
+    with pytest.raises(error, match=match):
+        rl.plan(TINY, rl.cluster("8x H100", 8), dp=8, global_batch=8, seq_len=128, overlap=overlap)
 
 
 def test_memory_per_gpu_composes_zero_and_activations():
@@ -108,10 +128,21 @@ def test_memory_per_gpu_composes_zero_and_activations():
     assert p.fits
 
 
-def test_a_70b_model_without_sharding_does_not_fit():
+def test_a_70b_model_without_sharding_does_not_fit_and_says_so_first():
     p = rl.plan("llama-3-70b", rl.cluster("8x H100", 8), dp=8, global_batch=8, seq_len=4096)
-    assert not p.fits  # 70.6e9 * 16 bytes = 1.1 TB per GPU
-    assert "does not fit" in str(p)
+    assert not p.fits and not p.feasible  # 70.6e9 * 16 bytes = 1.1 TB per GPU
+    assert str(p).startswith("DOES NOT FIT: ") and "the H100 SXM has 80 GiB" in str(p)
+    # the training state alone, 16 bytes x 70.6e9 = 1129 GB = 1051 GiB, needs ceil(1051 / 80) = 14 GPUs
+    assert "needs at least 14 such GPUs" in p.fit.reason
+    assert p.fit.need_bytes == pytest.approx(p.memory.total)
+
+
+def test_a_sequence_beyond_the_models_window_is_marked_infeasible():
+    # llama-3-8b takes 8,192 positions; 16,384 fits in memory with tp 8 but not in the model
+    p = rl.plan("llama-3-8b", rl.cluster("8x H100", 8), dp=1, tp=8, zero=0, global_batch=1, seq_len=16384)
+    assert p.fits and not p.feasible
+    assert str(p).startswith("DOES NOT FIT: a context of 16,384 tokens is beyond")
+    assert "8,192 tokens" in p.fit.reason
 
 
 def test_moe_layout_prices_the_all_to_all():

@@ -118,6 +118,29 @@ def test_the_frontier_trades_latency_for_throughput_and_the_slo_picks_a_point(to
         sch.best_under_slo(points, sch.SLO(ttft_s=1e-9, tpot_s=1e-9))
 
 
+def test_the_rate_search_finds_the_edge_a_coarse_grid_misses(toy):
+    fast = dataclasses.replace(toy, roof=rl.Roof(1e6, 1e5, "fast toy"))  # steps of milliseconds
+    common = dict(n_requests=30, prompt_len=8, output_len=8, seed=0, max_batch=8)
+    slo = sch.SLO(ttft_s=0.05, tpot_s=0.01)
+    found = sch.best_rate_under_slo(
+        fast, "continuous", slo, low_per_s=1.0, high_per_s=200.0, resolution_per_s=1.0, **common
+    )
+    assert slo.met_by(found.best.run) and found.resolution_per_s <= 1.0
+    rates = [p.rate_per_s for p in found.points]
+    assert rates == sorted(rates) and found.best in found.points
+    # just above the best rate the SLO fails: the bracket closed on the edge
+    above = min(r for r in rates if r > found.best.rate_per_s)
+    assert above - found.best.rate_per_s <= 1.0 and not slo.met_by(found.points[rates.index(above)].run)
+    # the grid 1, 20, 200 reads at most the search's best, never more
+    grid = sch.best_under_slo(sch.frontier(fast, "continuous", [1.0, 20.0, 200.0], **common), slo)
+    assert grid.tokens_per_s <= found.best.tokens_per_s
+    assert str(found).startswith("continuous: best ") and "to within" in str(found)
+    with pytest.raises(ValueError, match="low_per_s must be below high_per_s"):
+        sch.best_rate_under_slo(fast, "continuous", slo, low_per_s=5.0, high_per_s=5.0, **common)
+    with pytest.raises(ValueError, match="no point meets the SLO"):
+        sch.best_rate_under_slo(fast, "continuous", sch.SLO(1e-9, 1e-9), low_per_s=1.0, high_per_s=2.0, **common)
+
+
 @pytest.mark.parametrize(
     "call, message",
     [

@@ -438,7 +438,7 @@ def test_serving_slo_nothing_meets_and_a_model_that_does_not_fit_are_said_not_dr
     assert ex.result is None and "no batch meets the SLO" in ex.readout.value
     ex.controls["gpu"].value = rl.gpu("L4").key  # 24 GB: a 70B model's 141 GB of weights do not fit
     big = widgets.serving_explorer(model="llama-2-70b", gpu="L4")
-    assert big.result is None and "leave no room for a KV cache" in big.readout.value
+    assert big.result is None and "DOES NOT FIT" in big.readout.value and "the L4 has" in big.readout.value
     assert all(len(line.get_xdata()) == 0 for line in big.figure.axes[0].get_lines()[:4])
 
 

@@ -34,10 +34,25 @@ def test_the_explorer_starts_at_the_planners_step():
     # memory written in GiB (2**30 bytes), whole numbers in the title
     assert f"memory {p.memory.total / GIB:.0f} of {p.memory.capacity / GIB:.0f} GiB" in ax.get_title()
     bars = {label.get_text(): bar for label, bar in zip(ax.get_yticklabels(), ax.patches)}
-    assert set(bars) == set(p.roofs)  # one bar per roof, its length that roof's seconds
+    assert set(bars) == {"critical path", *p.roofs}  # the critical path, then one bar per roof
+    # tp's all-reduces wait between GEMMs: the critical path, compute + tp, binds and is the red bar
+    assert p.binding == "compute + tp" and bars["critical path"].get_width() == pytest.approx(p.step_seconds)
+    assert p.step_seconds == pytest.approx(p.roofs["compute"] + p.roofs["tp"])
     for name, bar in bars.items():
-        assert bar.get_width() == pytest.approx(p.roofs[name])
-        assert (bar.get_facecolor() == to_rgba("C3")) == (name == p.binding)  # the binding one red
+        assert bar.get_width() == pytest.approx(p.roofs.get(name, p.critical_seconds))
+        assert (bar.get_facecolor() == to_rgba("C3")) == (name == "critical path")  # the binding one red
+    assert p.assumption in ex.readout.value and "DOES NOT FIT" not in ex.readout.value
+
+
+def test_a_layout_that_does_not_fit_says_so_first_and_a_rounded_batch_says_so():
+    ex = widgets_parallel.parallel_explorer()
+    ex.controls["tp"].value = 1  # dp 64, ZeRO-1: each GPU holds 141 GB of weights and gradients
+    assert not ex.result.feasible
+    assert ex.readout.value.startswith("<b style='color:#b00020'>DOES NOT FIT: Llama-3-70B training at dp=64")
+    assert ex.figure.axes[0].get_title().startswith("DOES NOT FIT. ")
+    assert "rounded" not in ex.readout.value  # 64 sequences split over dp = 64
+    ex.controls["n_gpus"].value = 128  # dp 128: the batch of 64 cannot split, and becomes 128
+    assert "The global batch of 64 sequences is rounded to 128, a multiple of dp = 128." in ex.readout.value
 
 
 def test_dp_is_what_tp_and_pp_leave_and_the_batch_becomes_a_multiple_of_it():

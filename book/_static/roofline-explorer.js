@@ -476,17 +476,67 @@
   // -- serving: roofline_lib.workloads.serving's steady state, from the counts serving.step_counts gives
 
   var SERVING_POLICIES = ["static", "continuous", "chunked", "disaggregated"];
-  var FRONTIER_BATCHES = powersOfTwoUpTo(1024); // serving.FRONTIER_BATCHES: 1, 2, 4, ..., 1024
   var KV_BLOCK_TOKENS = 16; // serving.kv_capacity's default block of a paged KV cache
 
-  function powersOfTwoUpTo(top) {
-    var out = [];
-    for (var b = 1; b <= top; b *= 2) out.push(b);
-    return out;
+  // -- the feasibility rule (roofline_lib.workloads.feasibility), in its words
+  var GIB_BYTES = Math.pow(2, 30);
+
+  /** formatting.gib: bytes in GiB, four significant figures. */
+  function gibText(bytes) {
+    return generalLikePython(bytes / GIB_BYTES, 4) + " GiB";
+  }
+
+  /** formatting.memory_size: GiB, or MiB below one GiB. */
+  function memorySize(bytes) {
+    if (Math.abs(bytes) >= GIB_BYTES || bytes === 0) return generalLikePython(bytes / GIB_BYTES, 4) + " GiB";
+    return generalLikePython(bytes / Math.pow(2, 20), 3) + " MiB";
+  }
+
+  /** feasibility.fewest_devices: the fewest devices whose memory together holds `need` bytes. */
+  function fewestDevices(need, capacity) {
+    return Math.max(1, Math.ceil((need / capacity) * (1 - 1e-12)));
+  }
+
+  /** feasibility.context_problem: why `contextLen` is beyond the model's reach, or null. */
+  function contextProblem(modelName, maxContext, slidingWindow, contextLen) {
+    if (!maxContext || contextLen === null || contextLen === undefined || contextLen <= maxContext) return null;
+    var window = slidingWindow ? " (its sliding window of " + grouped(slidingWindow) + " tokens does not lift that limit)" : "";
+    return "a context of " + grouped(contextLen) + " tokens is beyond " + modelName + "'s maximum position of " +
+      grouped(maxContext) + " tokens" + window + "; the largest context it takes is " + grouped(maxContext) + " tokens";
+  }
+
+  /** feasibility.memory_fit: `parts` ([name, bytes] pairs) against `capacity`, and the context. `o`
+   *  holds device, what, contextLen, modelName, maxContext, slidingWindow, largestContext, wouldFit. */
+  function memoryFit(parts, capacity, o) {
+    var items = parts.filter(function (p) { return p[1]; });
+    var need = 0;
+    items.forEach(function (p) { need += p[1]; });
+    var reasons = [];
+    var context = contextProblem(o.modelName, o.maxContext, o.slidingWindow, o.contextLen);
+    if (context) reasons.push(context);
+    var devices = fewestDevices(need, capacity);
+    if (need > capacity) {
+      var split = items.map(function (p) { return p[0] + " " + memorySize(p[1]); }).join(" + ");
+      var advice = o.wouldFit;
+      if (advice === undefined) {
+        advice = "the fewest such devices whose memory holds it: " + devices;
+        if (o.largestContext !== undefined && o.largestContext !== null && o.largestContext >= 1) {
+          advice += "; on one, the largest context that fits is " + grouped(Math.floor(o.largestContext)) + " tokens";
+        }
+      }
+      reasons.push(o.what + " needs " + gibText(need) + " (" + split + ") and the " + o.device + " has " +
+        gibText(capacity) + "; " + advice);
+    }
+    var reason = reasons.length ? reasons.join("; and ") : null;
+    return {
+      feasible: !reasons.length, needBytes: need, capacityBytes: capacity, minDevices: devices, reason: reason,
+      headline: reasons.length ? "DOES NOT FIT: " + reason : "fits: " + gibText(need) + " of " + gibText(capacity),
+    };
   }
 
   var COUNT_FIELDS = ["body_flops", "key_flops", "unembed_flops", "weight_bytes_fixed", "weight_bytes_per_token",
-    "kv_bytes_per_token", "stored_weight_bytes"];
+    "kv_bytes_per_token", "stored_weight_bytes", "activation_bytes_per_token", "activation_bytes_per_row",
+    "max_context_tokens"];
 
   /** serving.StepCounts as the markup carries it: every field a finite number, none negative. */
   function servingCounts(counts) {
@@ -578,42 +628,75 @@
       ttft = prefill.seconds;
       tps = (requestsPerS * o) / devices;
     }
+    var largestStep = policy === "static" ? b * p : policy === "chunked" ? wholeNumber(chunkTokens, "chunk_tokens", "tokens") : p;
+    var fit = servingFit(counts, gpu, p + o, b, largestStep, 1);
     return { policy: policy, batch: b, tpotS: tpot, ttftS: ttft, tokensPerS: tps, decodeBound: decode.bound,
-      devices: devices, sustainable: sustainable };
+      devices: devices, sustainable: sustainable, feasible: fit.feasible, fitHeadline: fit.headline };
   }
 
-  /** serving.kv_capacity(paged)'s max_requests: KV tokens beside the weights over one request's blocks. */
-  function kvMaxRequests(counts, gpu, promptLen, outputLen) {
+  /** serving.server_fit for `sequences` sequences of `context` tokens each (a dense model, no window):
+   *  weights, their KV cache and a step of `newTokens` tokens' activations with `rows` logits rows. */
+  function servingFit(counts, gpu, context, sequences, newTokens, rows) {
+    var rec = asGpu(gpu);
+    var kv = sequences * context * counts.kv_bytes_per_token;
+    var activations = newTokens * counts.activation_bytes_per_token + rows * counts.activation_bytes_per_row;
+    var room = rec.hbm_capacity_bytes - counts.stored_weight_bytes - activations;
+    var largest = room > 0 ? Math.floor(room / (sequences * counts.kv_bytes_per_token)) : 0;
+    if (counts.max_context_tokens) largest = Math.min(largest, counts.max_context_tokens);
+    var name = counts.model_name || "the model";
+    return memoryFit([["weights", counts.stored_weight_bytes], ["KV cache", kv], ["activations", activations]],
+      rec.hbm_capacity_bytes, {
+        device: rec.name, modelName: name, maxContext: counts.max_context_tokens, contextLen: context,
+        what: name + " with " + sequences + " sequence" + (sequences === 1 ? "" : "s") +
+          (sequences > 1 ? " of up to " : " of ") + grouped(context) + " tokens",
+        largestContext: largest,
+      });
+  }
+
+  /** serving.kv_capacity (paged): how many requests' KV caches fit beside the weights, and its fit
+   *  for one request alone (maxRequests 0, feasible false, when not even that fits). */
+  function kvCapacity(counts, gpu, promptLen, outputLen) {
     var rec = asGpu(gpu);
     servingCounts(counts);
     var used = wholeNumber(promptLen, "prompt_len", "tokens") + wholeNumber(outputLen, "output_len", "tokens");
-    var available = rec.hbm_capacity_bytes - counts.stored_weight_bytes;
-    if (!(available > 0)) {
-      throw new Error("the weights (" + sig3(counts.stored_weight_bytes / Math.pow(2, 30)) + " GiB) leave no room " +
-        "for a KV cache on " + rec.name);
-    }
     var reserved = Math.ceil(used / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS;
-    return Math.floor(Math.floor(available / counts.kv_bytes_per_token) / reserved);
+    var available = Math.max(0, rec.hbm_capacity_bytes - counts.stored_weight_bytes);
+    var name = counts.model_name || "the model";
+    var fit = memoryFit([["weights", counts.stored_weight_bytes], ["KV cache", reserved * counts.kv_bytes_per_token]],
+      rec.hbm_capacity_bytes, {
+        device: rec.name, modelName: name, maxContext: counts.max_context_tokens, contextLen: used,
+        what: name + " with one request of " + grouped(used) + " tokens",
+        largestContext: Math.floor(available / counts.kv_bytes_per_token),
+      });
+    var tokens = fit.feasible ? Math.floor(available / counts.kv_bytes_per_token) : 0;
+    return { maxRequests: Math.floor(tokens / reserved), feasible: fit.feasible, fitHeadline: fit.headline };
   }
 
-  /** serving.steady_frontier: the steady state at each batch of FRONTIER_BATCHES that the KV cache holds. */
+  /** serving.kv_capacity(paged)'s max_requests: 0 when not one request fits. */
+  function kvMaxRequests(counts, gpu, promptLen, outputLen) {
+    return kvCapacity(counts, gpu, promptLen, outputLen).maxRequests;
+  }
+
+  var FRONTIER_MAX_BATCH = 1024; // serving.FRONTIER_MAX_BATCH: a server's cap on running sequences
+
+  /** serving.steady_frontier: the steady state at every batch 1, 2, 3, ... up to what the KV cache holds
+   *  and FRONTIER_MAX_BATCH (serving.frontier_batches); empty when not one request fits. */
   function steadyFrontier(counts, gpu, policy, promptLen, outputLen, chunkTokens) {
-    var limit = kvMaxRequests(counts, gpu, promptLen, outputLen);
-    if (limit < 1) {
-      throw new Error("not one request of " + promptLen + " + " + outputLen + " tokens fits beside the weights");
-    }
-    return FRONTIER_BATCHES.filter(function (b) { return b <= limit; }).map(function (b) {
-      return steadyState(counts, gpu, policy, b, promptLen, outputLen, chunkTokens);
-    });
+    var limit = Math.min(kvMaxRequests(counts, gpu, promptLen, outputLen), FRONTIER_MAX_BATCH);
+    var out = [];
+    for (var b = 1; b <= limit; b++) out.push(steadyState(counts, gpu, policy, b, promptLen, outputLen, chunkTokens));
+    return out;
   }
 
   /** serving.best_steady_state: the fastest sustainable point within both parts of the SLO (the first, on a tie). */
   function bestSteadyState(points, ttftS, tpotS) {
     positive(ttftS, "ttft_s", "seconds");
     positive(tpotS, "tpot_s", "seconds");
+    if (!points.length) throw new Error("points is empty: not one request fits on the server (see kv_capacity(...).fit)");
+    if (!points.some(function (pt) { return pt.feasible; })) throw new Error("no point can run: " + points[0].fitHeadline);
     var best = null;
     points.forEach(function (pt) {
-      if (pt.sustainable && pt.ttftS <= ttftS && pt.tpotS <= tpotS && (best === null || pt.tokensPerS > best.tokensPerS)) {
+      if (pt.feasible && pt.sustainable && pt.ttftS <= ttftS && pt.tpotS <= tpotS && (best === null || pt.tokensPerS > best.tokensPerS)) {
         best = pt;
       }
     });
@@ -1050,17 +1133,39 @@
       2 * actLayer * layersPerStage * m; // activations written forward, read backward
     var hbm = hbmBytes / c.gpu.hbm_bytes_per_s;
 
+    var overlap = planOverlap(o.overlap === undefined ? OVERLAPPED_COMMS : o.overlap);
     var roofs = { compute: compute + bubble, hbm: hbm };
     var commsSeconds = 0;
     comms.forEach(function (r) { roofs[r.name] = r.seconds; commsSeconds += r.seconds; });
-    var binding = "compute";
-    Object.keys(roofs).forEach(function (k) { if (roofs[k] > roofs[binding]) binding = k; }); // the first on a tie
-    var step = roofs[binding];
+    // parallel._priced: the critical path is the compute, its bubble and the communication that cannot
+    // overlap it; the step is the longest of that and the roofs that do overlap (HBM and `overlap`)
+    var exposed = {}, critical = roofs.compute, beside = { hbm: hbm };
+    comms.forEach(function (r) {
+      if (overlap.indexOf(r.name) < 0) { exposed[r.name] = r.seconds; critical += r.seconds; }
+      else beside[r.name] = r.seconds;
+    });
+    var longest = "hbm";
+    Object.keys(beside).forEach(function (k) { if (beside[k] > beside[longest]) longest = k; }); // the first on a tie
+    var binding, step;
+    if (beside[longest] > critical) {
+      binding = longest; step = beside[longest];
+    } else {
+      binding = ["compute"].concat(Object.keys(exposed).filter(function (k) { return exposed[k] > 0; })).join(" + ");
+      step = critical;
+    }
     var serial = compute + bubble + commsSeconds;
+    var layout = { dp: dp, tp: tp, pp: pp, ep: ep, cp: cp, zero: z, micro_batch: mb, v: v };
+    var fit = planFit(model, c, layout, s, memory, per.total * model.n_params);
     return {
       model: model.name || "model",
       cluster: c.name,
-      layout: { dp: dp, tp: tp, pp: pp, ep: ep, cp: cp, zero: z, micro_batch: mb, v: v },
+      layout: layout,
+      recompute: mode,
+      exposed: exposed,
+      criticalSeconds: critical,
+      assumption: planAssumption(comms, overlap),
+      feasible: fit.feasible,
+      fitHeadline: fit.headline,
       tokensPerStep: tokens,
       microBatches: m,
       layersPerStage: layersPerStage,
@@ -1082,6 +1187,53 @@
       mfuNoOverlap: modelFlops / (c.nGpus * peak * serial),
       hardwareFlopsPerSPerGpu: hardwareFlops / (c.nGpus * step),
     };
+  }
+
+  var OVERLAPPED_COMMS = ["dp", "cp", "pp"]; // parallel.OVERLAPPED_COMMS: the traffic that may hide under the compute
+  var PARALLEL_DIMS = ["tp", "cp", "dp", "ep", "pp"];
+
+  /** parallel._overlap: some of tp, cp, dp, ep and pp, in a list. */
+  function planOverlap(value) {
+    if (!Array.isArray(value)) {
+      throw new Error("overlap must be a tuple of parallel dimensions (some of " + PARALLEL_DIMS.join(", ") + "), got " +
+        pyRepr(value));
+    }
+    var unknown = value.filter(function (d) { return PARALLEL_DIMS.indexOf(d) < 0; });
+    if (unknown.length) {
+      throw new Error("overlap must name parallel dimensions among " + PARALLEL_DIMS.join(", ") + ", got [" +
+        unknown.map(pyRepr).join(", ") + "]");
+    }
+    return value;
+  }
+
+  /** parallel._words: "a", "a and b", "a, b and c". */
+  function inWords(names) {
+    return names.length === 1 ? names[0] : names.slice(0, -1).join(", ") + " and " + names[names.length - 1];
+  }
+
+  /** parallel._assumption: which communication the bound waits for and which it lets hide, in words. */
+  function planAssumption(comms, overlap) {
+    if (!comms.length) return "no communication (one GPU's work)";
+    var exposed = comms.filter(function (r) { return overlap.indexOf(r.name) < 0; }).map(function (r) { return r.name; });
+    var hidden = comms.filter(function (r) { return overlap.indexOf(r.name) >= 0; }).map(function (r) { return r.name; });
+    var parts = [];
+    if (exposed.length) parts.push(inWords(exposed) + " on the critical path (waited for, added to the compute)");
+    if (hidden.length) parts.push(inWords(hidden) + " overlapped with the compute");
+    return "assumes " + parts.join("; ");
+  }
+
+  /** parallel._plan_fit: memory per GPU against the GPU's, the sequence against the model's context. */
+  function planFit(model, c, layout, seqLen, memory, stateBytes) {
+    var layText = Object.keys(layout).filter(function (k) { return layout[k] !== 1 || k === "dp" || k === "zero"; })
+      .map(function (k) { return k + "=" + layout[k]; }).join(", ");
+    var name = model.name || "the model";
+    return memoryFit([["weights", memory.weights], ["gradients", memory.gradients], ["optimizer state", memory.optimizer],
+      ["activations", memory.activations]], memory.capacity, {
+      device: c.gpu.name, modelName: name, maxContext: model.max_context, slidingWindow: model.sliding_window,
+      contextLen: seqLen, what: name + " training at " + layText + " on " + c.nGpus + " GPUs",
+      wouldFit: "its training state alone (" + memorySize(stateBytes) + ") needs at least " +
+        grouped(fewestDevices(stateBytes, memory.capacity)) + " such GPUs, fully sharded; fit_layouts finds a layout that fits",
+    });
   }
 
   /** What widgets_parallel.parallel_explorer computes from its controls: dp is what tp x pp leave
@@ -1133,6 +1285,8 @@
     servingPrefill: servingPrefill,
     steadyState: steadyState,
     kvMaxRequests: kvMaxRequests,
+    kvCapacity: kvCapacity,
+    memoryFit: memoryFit,
     steadyFrontier: steadyFrontier,
     bestSteadyState: bestSteadyState,
     findNode: findNode,
@@ -1884,6 +2038,7 @@
     COUNT_FIELDS.forEach(function (name) { counts[name] = numberAttr(host, "data-" + name.replace(/_/g, "-"), NaN); });
     servingCounts(counts);
     var modelName = host.getAttribute("data-model-name") || "the model";
+    counts.model_name = modelName;
     var p0 = numberAttr(host, "data-prompt-len", 1024), o0 = numberAttr(host, "data-output-len", 256);
     var chunk = numberAttr(host, "data-chunk-tokens", 2048);
     var gpu0 = findGpu(host.getAttribute("data-gpu") || "H100");
@@ -1929,19 +2084,20 @@
       host.setAttribute("data-current-slo-tpot-s", String(tpot));
       tpotSlider.output.textContent = sig3(tpot * 1e3) + " ms";
       ttftSlider.output.textContent = sig3(ttft * 1e3) + " ms";
-      var curves = [], best = null, limit;
-      try {
-        limit = kvMaxRequests(counts, rec, p0, o0);
-        SERVING_POLICIES.forEach(function (k) {
-          var pts = steadyFrontier(counts, rec, k, p0, o0, chunk).filter(function (p) { return p.sustainable; });
-          curves.push({ policy: k, chosen: k === policy, points: pts });
-        });
-      } catch (err) {
-        blank(modelName + " on " + rec.name + ": " + err.message + ".");
+      var curves = [], best = null;
+      var capacity = kvCapacity(counts, rec, p0, o0);
+      if (!capacity.feasible) { // not one request fits beside the weights: say so first (widgets.serving_explorer)
+        blank(capacity.fitHeadline);
         drawFrontier(ui.svg, { curves: [], slo: tpot, best: null });
-        ui.svgTitle.textContent = modelName + " does not fit on " + rec.name;
+        ui.svgTitle.textContent = modelName + " on " + rec.name + ": DOES NOT FIT";
+        ui.svg.insertBefore(ui.svgTitle, ui.svg.firstChild);
         return;
       }
+      var limit = capacity.maxRequests;
+      SERVING_POLICIES.forEach(function (k) {
+        var pts = steadyFrontier(counts, rec, k, p0, o0, chunk).filter(function (p) { return p.sustainable && p.feasible; });
+        curves.push({ policy: k, chosen: k === policy, points: pts });
+      });
       var chosenPoints = steadyFrontier(counts, rec, policy, p0, o0, chunk);
       try {
         best = bestSteadyState(chosenPoints, ttft, tpot);
@@ -1983,12 +2139,21 @@
   var MEMORY_PARTS = ["weights", "gradients", "optimizer", "activations"];
   var GIB = Math.pow(2, 30); // bytes -> GiB at the edge, as widgets_parallel prints memory
 
-  /** The step's roofs as horizontal bars (the binding one marked), and memory per GPU as one
+  var CRITICAL_BAR = "critical path"; // widgets_parallel._CRITICAL: compute, bubble and the comms it waits for
+
+  /** widgets_parallel._binding_bar: the critical path, or the overlapping roof longer than it. */
+  function bindingBarOf(p) {
+    return Object.prototype.hasOwnProperty.call(p.roofs, p.binding) && p.binding !== "compute" ? p.binding : CRITICAL_BAR;
+  }
+
+  /** The step's critical path and roofs as horizontal bars (the binding one marked), and memory per GPU as one
    *  stacked bar against the GPU's capacity; `p` null draws the empty frame of a refused layout. */
   function drawParallel(svg, p) {
     clear(svg);
     var W = 420, L = 64, R = 64, T = 8, row = 22, barH = 15;
-    var names = p ? PARALLEL_ROOFS.filter(function (n) { return Object.prototype.hasOwnProperty.call(p.roofs, n); }) : [];
+    var names = p ? [CRITICAL_BAR].concat(PARALLEL_ROOFS.filter(function (n) {
+      return Object.prototype.hasOwnProperty.call(p.roofs, n);
+    })) : [];
     var memTop = T + Math.max(names.length, 2) * row + 40;
     var H = memTop + barH + 36;
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
@@ -1999,17 +2164,19 @@
       return;
     }
     function px(seconds) { return L + (seconds / p.stepSeconds) * (W - L - R); }
+    var bindingBar = bindingBarOf(p);
     names.forEach(function (name, i) {
       var y = T + i * row;
-      var binds = name === p.binding;
-      g.appendChild(svgEl("text", { x: L - 6, y: y + barH - 3, "text-anchor": "end" }, name));
-      svg.appendChild(svgEl("rect", { x: L, y: y, width: Math.max(0.5, px(p.roofs[name]) - L), height: barH,
+      var binds = name === bindingBar;
+      var seconds = name === CRITICAL_BAR ? p.criticalSeconds : p.roofs[name];
+      g.appendChild(svgEl("text", { x: L - 6, y: y + barH - 3, "text-anchor": "end" }, name === CRITICAL_BAR ? "critical" : name));
+      svg.appendChild(svgEl("rect", { x: L, y: y, width: Math.max(0.5, px(seconds) - L), height: barH,
         "data-roof": name, class: "roofline-explorer__bar roofline-explorer__bar--" + (binds ? "binding" : "roof") }));
-      svg.appendChild(svgEl("text", { class: "roofline-explorer__bar-value", x: px(p.roofs[name]) + 4, y: y + barH - 3 },
-        duration(p.roofs[name])));
+      svg.appendChild(svgEl("text", { class: "roofline-explorer__bar-value", x: px(seconds) + 4, y: y + barH - 3 },
+        duration(seconds)));
     });
     g.appendChild(svgEl("text", { x: (L + W - R) / 2, y: T + Math.max(names.length, 2) * row + 12,
-      "text-anchor": "middle" }, "seconds per step, each roof on its own"));
+      "text-anchor": "middle" }, "seconds per step: the critical path, then each roof on its own"));
     var top = Math.max(p.memory.total, p.memory.capacity);
     function mx(bytes) { return L + (bytes / top) * (W - L - R); }
     var x = L;
@@ -2071,8 +2238,10 @@
     ui.controls.appendChild(field("Recompute", recomputeSelect));
     var out = {
       dp: readout(ui.dl, "dp", "dp (GPUs / (tp x pp))"),
+      feasible: readout(ui.dl, "feasible", "Can it run"),
       binding: readout(ui.dl, "binding", "Binding roof"),
-      step_seconds: readout(ui.dl, "step_seconds", "Step, all comms hidden"),
+      step_seconds: readout(ui.dl, "step_seconds", "Step, at least"),
+      critical_seconds: readout(ui.dl, "critical_seconds", "Critical path (compute + the comms it waits for)"),
       serial_seconds: readout(ui.dl, "serial_seconds", "Step, nothing overlapped"),
       mfu: readout(ui.dl, "mfu", "MFU at most"),
     };
@@ -2123,8 +2292,10 @@
       host.setAttribute("data-current-dp", String(p.layout.dp));
       host.setAttribute("data-current-global-batch", String(p.tokensPerStep / v.seq_len));
       show(out.dp, p.layout.dp, grouped(p.layout.dp));
+      show(out.feasible, String(p.feasible), p.fitHeadline);
       show(out.binding, p.binding, p.binding + " binds");
       show(out.step_seconds, p.stepSeconds, duration(p.stepSeconds));
+      show(out.critical_seconds, p.criticalSeconds, duration(p.criticalSeconds));
       show(out.serial_seconds, p.serialSeconds, duration(p.serialSeconds));
       show(out.mfu, p.mfu, sig3(100 * p.mfu) + " %");
       PARALLEL_ROOFS.forEach(function (name) {
@@ -2137,16 +2308,19 @@
       show(out.fits, String(p.fits), p.fits ? "fits in " + sig3(p.memory.capacity / GIB) + " GiB"
         : "does not fit in " + sig3(p.memory.capacity / GIB) + " GiB");
       var lay = "dp=" + p.layout.dp + " tp=" + p.layout.tp + " pp=" + p.layout.pp + " ZeRO-" + p.layout.zero;
-      ui.note.className = "roofline-explorer__note";
-      ui.note.textContent = p.model + " on " + p.cluster + " (" + lay + "), " + grouped(p.tokensPerStep / v.seq_len) +
+      var planned = Math.round(p.tokensPerStep / v.seq_len);
+      var rounded = planned === v.global_batch ? "" : " The global batch of " + grouped(v.global_batch) +
+        " sequences is rounded to " + grouped(planned) + ", a multiple of dp = " + p.layout.dp + ".";
+      ui.note.className = "roofline-explorer__note" + (p.feasible ? "" : " roofline-explorer__note--refused");
+      ui.note.textContent = (p.feasible ? "" : p.fitHeadline + " ") + p.model + " on " + p.cluster + " (" + lay + "), " + grouped(p.tokensPerStep / v.seq_len) +
         " sequences of " + grouped(v.seq_len) + " tokens a step in " + p.microBatches + " micro-batch(es) per " +
         "data-parallel rank, " + v.recompute + " recompute, mixed-precision Adam at the bf16 dense peak. Each bar is " +
-        "one roof on its own: the step is at least the longest (" + p.binding + ", every communication hidden) and " +
-        "at most their sum if nothing overlaps; MFU is the model's FLOPs over the longest. " +
-        (p.fits ? "" : "This layout does not fit: its memory per GPU is above the GPU's HBM. ") +
-        "The arithmetic is roofline_lib.workloads.parallel.plan's.";
+        "one roof on its own; the first is the critical path, the compute with the communication it " + p.assumption.replace(/^assumes /, "assumes: ") +
+        ". The step is at least the longer of the critical path and the overlapping roofs (" + p.binding + " binds) and " +
+        "at most their sum if nothing overlaps; MFU is the model's FLOPs over that bound." + rounded +
+        " The arithmetic is roofline_lib.workloads.parallel.plan's.";
       drawParallel(ui.svg, p);
-      ui.svgTitle.textContent = "Roofs of one training step of " + p.model + " on " + p.cluster + " (" + lay + "): " +
+      ui.svgTitle.textContent = (p.feasible ? "" : "DOES NOT FIT. ") + "Roofs of one training step of " + p.model + " on " + p.cluster + " (" + lay + "): " +
         p.binding + " binds at " + duration(p.stepSeconds) + "; memory " + sig3(p.memory.total / GIB) + " of " +
         sig3(p.memory.capacity / GIB) + " GiB per GPU";
       ui.svg.insertBefore(ui.svgTitle, ui.svg.firstChild);

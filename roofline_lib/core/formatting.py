@@ -68,6 +68,32 @@ def gib(n_bytes: float) -> str:
     return f"{n_bytes / GIB:.4g} GiB"
 
 
+def data_size(n_bytes: float) -> str:
+    """Bytes moved, in the SI unit that keeps four significant figures short: ``1.381e11 -> '138.1 GB'``.
+
+    For traffic (what a step reads and writes); a capacity is printed with :func:`gib`.
+    """
+    for unit in ("TB", "GB", "MB", "kB"):
+        if abs(n_bytes) >= UNIT_SCALE[unit]:
+            return f"{n_bytes / UNIT_SCALE[unit]:.4g} {unit}"
+    return f"{n_bytes:.4g} B"
+
+
+def flop_count(flops: float) -> str:
+    """FLOPs in the unit that keeps four significant figures short: ``2.635e13 -> '26.35 TFLOP'``."""
+    for unit in ("PFLOP", "TFLOP", "GFLOP", "MFLOP"):
+        if abs(flops) >= UNIT_SCALE[unit]:
+            return f"{flops / UNIT_SCALE[unit]:.4g} {unit}"
+    return f"{flops:.4g} FLOP"
+
+
+def memory_size(n_bytes: float) -> str:
+    """Memory held, in GiB (the unit a capacity is printed in), MiB below one GiB: ``'80 GiB'``, ``'262 MiB'``."""
+    if abs(n_bytes) >= GIB or n_bytes == 0:
+        return f"{n_bytes / GIB:.4g} GiB"
+    return f"{n_bytes / 2**20:.3g} MiB"
+
+
 #: How many SI base units (second, byte, FLOP, and per second) one of each printed unit is.
 UNIT_SCALE = {
     **{"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9},

@@ -16,6 +16,7 @@ from ..core.hardware import BYTES_PER_ELEMENT, PRECISIONS, registry
 from ..core.interconnect import link_registry, node_registry
 from ..core.roofline import PLAUSIBILITY_TOLERANCE, ridge_point
 from ..models.transformer import model_config, shipped_models
+from ..workloads.feasibility import max_context
 from ..workloads.inference import decode_flops_per_token, decode_step_bytes_of
 from ..workloads.train_memory import OPTIMIZERS, PRECISION_RECIPES
 
@@ -125,6 +126,8 @@ def _model_record(key: str) -> dict[str, Any]:
         "n_dense_layers": cfg.n_dense_layers,
         "score_dim": cfg.score_dim,  # heads x head size: the "a" of the score FLOPs
         "kv_cache_width": cfg.kv_cache_width,  # K and V elements per token and layer
+        "max_context": max_context(cfg),  # the longest context (feasibility.max_context; None: not on record)
+        "sliding_window": cfg.sliding_window,
     }
 
 

@@ -772,19 +772,19 @@ def _serving_request(policy, prompt_len, output_len, chunk_tokens) -> _Request:
     )
 
 
-def _frontiers(server, request: _Request) -> tuple[int, dict]:
-    """How many requests the paged KV cache holds, and every policy's steady frontier for ``request``.
+def _frontiers(server, request: _Request):
+    """The paged KV cache's capacity for ``request`` and every policy's steady frontier (batch 1, 2, 3, ...).
 
-    A ValueError where the weights leave no room for a KV cache.
+    When not one request fits (:attr:`KVCapacity.feasible` is False), the frontiers are empty.
     """
     from ..workloads import serving
 
     p0, o0 = request.prompt_len, request.output_len
-    limit = serving.kv_capacity(server, p0, o0).max_requests
+    capacity = serving.kv_capacity(server, p0, o0)
     curves = {
         k: serving.steady_frontier(server, k, p0, o0, chunk_tokens=request.chunk_tokens) for k in serving.POLICIES
     }
-    return limit, curves
+    return capacity, curves
 
 
 def _serving_controls(spec, policy: str, tpot0: float, ttft0: float) -> dict[str, w.Widget]:
@@ -821,10 +821,10 @@ class _ServingView:
             self.ax.set_title(title, fontsize=9)
 
     def draw_frontiers(self, curves: dict, chosen: str, tpot: float, title: str) -> None:
-        """Every policy's sustainable points, ``chosen`` bold, the axes fitted to them and to the objective."""
+        """Every policy's sustainable points that fit, ``chosen`` bold, the axes fitted to them and to the objective."""
         everything = []
         for key, points in curves.items():
-            ok = [p for p in points if p.sustainable]
+            ok = [p for p in points if p.sustainable and p.feasible]
             self.lines[key].set_data([_ms(p.tpot_s) for p in ok], [p.tokens_per_s for p in ok])
             self.lines[key].set_linewidth(2.5 if key == chosen else 0.8)
             self.lines[key].set_alpha(1.0 if key == chosen else 0.5)
@@ -878,6 +878,9 @@ def _serving_site_state(controls: dict, cfg, request: _Request, counts) -> dict[
         "weight_bytes_per_token": counts.weight_bytes_per_token,
         "kv_bytes_per_token": counts.kv_bytes_per_token,
         "stored_weight_bytes": counts.stored_weight_bytes,
+        "activation_bytes_per_token": counts.activation_bytes_per_token,
+        "activation_bytes_per_row": counts.activation_bytes_per_row,
+        "max_context_tokens": counts.max_context_tokens,
     }
 
 
@@ -893,8 +896,8 @@ def serving_explorer(
 ) -> Explorer:
     """A GPU, a batching policy and an SLO -> the latency-throughput frontier and the best point on it.
 
-    Each curve is :func:`~roofline_lib.workloads.serving.steady_frontier` for one policy: batch 1, 2, 4, ...
-    up to what the paged KV cache allows, TPOT against output tokens/s per GPU (sustainable
+    Each curve is :func:`~roofline_lib.workloads.serving.steady_frontier` for one policy: every batch 1, 2,
+    3, ... up to what the paged KV cache allows, TPOT against output tokens/s per GPU (sustainable
     points only). The chosen policy is drawn bold, the TPOT objective as a dashed line, and the
     operating point (:func:`~roofline_lib.workloads.serving.best_steady_state`) as a ring. ``model`` is a
     dense shipped model without a sliding window (the website explorer computes from its
@@ -917,12 +920,12 @@ def serving_explorer(
         chip, chosen = as_gpu(controls["gpu"].value), controls["policy"].value
         ttft, tpot = controls["slo_ttft_s"].value, controls["slo_tpot_s"].value
         view.slo_line.set_xdata([_ms(tpot), _ms(tpot)])
-        try:
-            limit, curves = _frontiers(serving.serving_server(cfg, chip, precision=_serving_precision(chip)), request)
-        except ValueError as exc:  # the weights leave no room for a KV cache on this chip
-            explorer.show_error(str(exc))
-            view.fail(f"{cfg.name} on {chip.name}: does not fit", frontiers=False)
+        capacity, curves = _frontiers(serving.serving_server(cfg, chip, precision=_serving_precision(chip)), request)
+        if not capacity.feasible:  # not one request fits beside the weights on this chip: say so first
+            explorer.show_error(capacity.fit.headline)
+            view.fail(f"{cfg.name} on {chip.name}: DOES NOT FIT", frontiers=False)
             return
+        limit = capacity.max_requests
         view.draw_frontiers(curves, chosen, tpot, f"{cfg.name} on {chip.name}, {request}: frontier over batch size")
         try:
             best = serving.best_steady_state(curves[chosen], ttft, tpot)

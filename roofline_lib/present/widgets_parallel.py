@@ -1,12 +1,15 @@
 """The parallelism planner as an ipywidgets explorer: pick a model, a cluster and a layout.
 
 :func:`parallel_explorer` returns a :class:`~roofline_lib.present.explorer.Explorer` whose figure draws the
-step's roofs (compute with its bubble, HBM, and each parallel dimension's communication) as bars,
-the binding one in red, and the memory per GPU beside the GPU's capacity. Every number comes from
-:func:`roofline_lib.workloads.parallel.plan`; the explorer only arranges it.
+step's critical path (the compute with its bubble and the communication it waits for) and its roofs
+(compute, HBM, and each parallel dimension's communication) as bars, the binding one in red, and
+the memory per GPU beside the GPU's capacity. A layout that does not fit says so first. Every number
+comes from :func:`roofline_lib.workloads.parallel.plan`; the explorer only arranges it.
 """
 
 from __future__ import annotations
+
+import html
 
 import ipywidgets as w
 
@@ -20,6 +23,7 @@ from .explorer import Explorer, _figure, _powers_of_two_slider
 __all__ = ["parallel_explorer"]
 
 _ROOF_ORDER = ("compute", "hbm", "tp", "cp", "dp", "ep", "pp")
+_CRITICAL = "critical path"  # the bar of the compute, its bubble and the communication it waits for
 
 
 def _gib(n_bytes: float) -> float:
@@ -42,6 +46,13 @@ def _parallel_controls(model, node, n_gpus, tp, pp, zero, recompute) -> dict[str
     }
 
 
+def _batch_for(global_batch: int, dp: int) -> int:
+    """The global batch the explorer plans: ``global_batch`` rounded down to a multiple of dp (at least dp).
+
+    The readout says when it rounded (the planner itself refuses a batch that does not split)."""
+    return max(global_batch, dp) // dp * dp
+
+
 def _layout_plan(v: dict, global_batch: int, seq_len: int):
     """The planner's step for the controls' values ``v``: dp is what tp x pp leave, the batch a multiple of dp."""
     if v["n_gpus"] % (v["tp"] * v["pp"]):
@@ -54,35 +65,50 @@ def _layout_plan(v: dict, global_batch: int, seq_len: int):
         tp=v["tp"],
         pp=v["pp"],
         zero=v["zero"],
-        global_batch=max(global_batch, dp) // dp * dp,
+        global_batch=_batch_for(global_batch, dp),
         seq_len=seq_len,
         recompute=v["recompute"],
     )
 
 
+def _binding_bar(p) -> str:
+    """The bar that binds: the critical path, or the overlapping roof that is longer than it."""
+    return p.binding if p.binding in p.roofs and p.binding != "compute" else _CRITICAL
+
+
 def _draw_roofs(ax, p, v: dict) -> None:
-    """One bar per roof in seconds, the binding one red; the title names the layout and its memory."""
-    names = [n for n in _ROOF_ORDER if n in p.roofs]
-    ax.barh(names, [p.roofs[n] for n in names], color=["C3" if n == p.binding else "C0" for n in names])
+    """The critical path and one bar per roof in seconds, the binding one red; the title names the
+    layout and its memory, and starts with DOES NOT FIT when it does not."""
+    names = [_CRITICAL] + [n for n in _ROOF_ORDER if n in p.roofs]
+    seconds = [p.critical_seconds] + [p.roofs[n] for n in names[1:]]
+    ax.barh(names, seconds, color=["C3" if n == _binding_bar(p) else "C0" for n in names])
     ax.invert_yaxis()
     ax.set_xlabel("seconds per step (each roof on its own)")
     dp = v["n_gpus"] // (v["tp"] * v["pp"])
     ax.set_title(
-        f"{p.model}, {v['n_gpus']} GPUs: dp={dp} tp={v['tp']} pp={v['pp']} ZeRO-{v['zero']}; "
+        ("DOES NOT FIT. " if not p.feasible else "")
+        + f"{p.model}, {v['n_gpus']} GPUs: dp={dp} tp={v['tp']} pp={v['pp']} ZeRO-{v['zero']}; "
         f"memory {_gib(p.memory.total):.0f} of {_gib(p.memory.capacity):.0f} GiB",
         fontsize=8,
+        color="C3" if not p.feasible else "black",
     )
 
 
-def _parallel_readout(p) -> str:
-    """The sentence under the bars: the binding roof, the step time, MFU and the memory per GPU."""
+def _parallel_readout(p, asked_batch: int, seq_len: int) -> str:
+    """The sentences under the bars: the fit first when the layout does not fit, then the binding
+    roof, the step time, MFU and its assumption, the memory per GPU, and any rounding of the batch."""
     fit = "fits" if p.fits else "<b>does not fit</b>"
     m = p.memory
+    first = "" if p.feasible else f"<b style='color:#b00020'>{html.escape(p.fit.headline)}</b><br>"
+    planned = round(p.tokens_per_step / seq_len)
+    rounded = "" if planned == asked_batch else (
+        f" The global batch of {asked_batch:,} sequences is rounded to {planned:,}, a multiple of dp = {p.layout['dp']}."
+    )  # fmt: skip
     return (
-        f"<b>{p.binding}</b> binds: step &ge; <b>{_fmt(p.step_seconds)} s</b> "
-        f"({_fmt(p.serial_seconds)} s if nothing overlaps), MFU at most <b>{p.mfu:.0%}</b>. "
+        f"{first}<b>{p.binding}</b> binds: step &ge; <b>{_fmt(p.step_seconds)} s</b> "
+        f"({_fmt(p.serial_seconds)} s if nothing overlaps), MFU at most <b>{p.mfu:.0%}</b>; it {p.assumption}. "
         f"Memory per GPU {_fmt(_gib(m.total))} GiB (state {_fmt(_gib(m.state))}, "
-        f"activations {_fmt(_gib(m.activations))}): {fit}."
+        f"activations {_fmt(_gib(m.activations))}): {fit}.{rounded}"
     )
 
 
@@ -121,7 +147,7 @@ def parallel_explorer(
             return
         _draw_roofs(ax, p, v)
         explorer.result = p
-        explorer.readout.value = _parallel_readout(p)
+        explorer.readout.value = _parallel_readout(p, global_batch, seq_len)
 
     def site_state() -> dict[str, object]:
         return {k: c.value for k, c in controls.items()} | {"global_batch": global_batch, "seq_len": seq_len}

@@ -27,8 +27,12 @@ rail-aligned; a group strided across nodes drives only its members' NICs). The p
 :func:`plan` turns each into a **roof**, seconds per step: ``compute`` (the busiest stage's FLOPs at
 the dense peak, plus its bubble), ``hbm`` (weights, gradients, optimizer state and saved
 activations through HBM) and one per parallel dimension. The step at the *longest* roof is the
-fastest the layout can go (every communication hidden under the compute); the *sum* is the step
-with nothing hidden. Real runs land between, below both: GEMMs reach 60-80 % of the peak, not 100 %.
+fastest the layout can go if every communication hid under the compute; it cannot: a tensor-parallel
+all-reduce sits between two dependent GEMMs, and an expert all-to-all before the experts' GEMMs, so
+the planner adds those to the compute (the *critical path*) and lets only the data-, context- and
+pipeline-parallel traffic overlap it (:data:`OVERLAPPED_COMMS`; ``overlap=`` changes it, and
+:attr:`Plan.assumption` says which it made). The step is the longest of the critical path and the
+roofs that overlap it; the *sum* of every roof is the step with nothing hidden. Real runs land between, below both: GEMMs reach 60-80 % of the peak, not 100 %.
 
 A roof whose bytes grow with the batch (tp, cp, ep, pp) has a fixed comms intensity: it hides at
 any batch or at none, whatever the batch (``critical_tokens_per_gpu`` is 0 or ``inf``). The
@@ -42,12 +46,14 @@ import math
 from dataclasses import dataclass
 
 from ..core.checks import _flag, _positive, _positive_int
-from ..core.formatting import to_unit
+from ..core.formatting import memory_size
+from ..core.formatting import seconds as seconds_text
 from ..core.hardware import GPUSpec
 from ..core.interconnect import NodeSpec
 from ..core.roofline import Roof
 from ..models.transformer import TransformerConfig, model_config
 from .comms import collective_bytes_per_rank
+from .feasibility import Fit, fewest_devices, memory_fit
 from .node_collectives import as_node, node_collective_cost
 from .train_memory import ACTIVATION_RECOMPUTE, _key, _stage, activation_bytes_per_layer, state_bytes_per_param
 from .training import flops_utilisation
@@ -56,6 +62,7 @@ __all__ = [
     "Cluster",
     "CommsRoof",
     "MemoryPerGPU",
+    "OVERLAPPED_COMMS",
     "Plan",
     "cluster",
     "data_parallel_bytes",
@@ -218,12 +225,16 @@ class MemoryPerGPU:
 
 @dataclass(frozen=True)
 class Plan:
-    """A layout priced on the roofline. ``step_seconds`` is the longest roof (every communication
-    hidden), ``serial_seconds`` compute plus every communication (nothing hidden)."""
+    """A layout priced on the roofline. ``step_seconds`` is the bound with every communication hidden
+    that the layout lets hide (``assumption`` says which), ``serial_seconds`` compute plus every
+    communication (nothing hidden). ``fit`` is the feasibility rule: memory per GPU against the
+    GPU's, and ``seq_len`` against the model's maximum position; an infeasible plan is priced,
+    marked, and never chosen by :func:`fit_layouts`."""
 
     model: str
     cluster: str
     layout: dict
+    recompute: str  # "none", "selective" or "full": what the backward recomputes
     tokens_per_step: float
     micro_batches: int
     layers_per_stage: int
@@ -231,11 +242,15 @@ class Plan:
     bubble_seconds: float
     hbm_seconds: float
     comms: tuple[CommsRoof, ...]
-    roofs: dict  # name -> seconds: compute (with bubble), hbm, and each parallel dimension
-    step_seconds: float
-    binding: str
+    roofs: dict  # name -> seconds: compute (with bubble), hbm, and each parallel dimension, alone
+    exposed: dict  # name -> seconds of communication on the critical path (added to the compute)
+    critical_seconds: float  # compute + bubble + exposed communication
+    step_seconds: float  # the longest of the critical path and the roofs that overlap it
+    binding: str  # "compute", "compute + tp", ... or the overlapping roof that is longer ("hbm", "pp", "cp")
     serial_seconds: float
+    assumption: str  # which communication the bound lets overlap, in words
     memory: MemoryPerGPU
+    fit: Fit
     model_flops_per_step: float
     hardware_flops_per_step: float
     peak_flops_per_s: float  # one GPU's dense peak in the compute precision
@@ -249,11 +264,16 @@ class Plan:
 
     @property
     def fits(self) -> bool:
+        """Memory per GPU within the GPU's capacity (``feasible`` also checks the context)."""
         return self.memory.fits
 
     @property
+    def feasible(self) -> bool:
+        return self.fit.feasible
+
+    @property
     def mfu(self) -> float:
-        """Model FLOPs over the step at the longest roof: the most this layout can reach."""
+        """Model FLOPs over ``step_seconds``: the most this layout can reach under ``assumption``."""
         return self._utilisation(self.step_seconds, self.model_flops_per_step, "MFU")
 
     @property
@@ -276,12 +296,13 @@ class Plan:
 
     def __str__(self) -> str:
         lay = ", ".join(f"{k}={v}" for k, v in self.layout.items())
-        return (
-            f"{self.model} on {self.cluster} ({lay}): step {self.step_seconds:.3g} s "
-            f"({self.binding} binds; {self.serial_seconds:.3g} s if nothing overlaps), MFU <= {self.mfu:.1%}; "
-            f"memory {to_unit(self.memory.total, 'GiB'):.1f} GiB of {to_unit(self.memory.capacity, 'GiB'):.0f} GiB "
-            f"({'fits' if self.fits else 'does not fit'})"
+        text = (
+            f"{self.model} on {self.cluster} ({lay}): memory {memory_size(self.memory.total)} per GPU of "
+            f"{memory_size(self.memory.capacity)} ({'fits' if self.fits else 'does not fit'}); step >= "
+            f"{seconds_text(self.step_seconds)} ({self.binding} binds; {seconds_text(self.serial_seconds)} if nothing "
+            f"overlaps), MFU <= {self.mfu:.1%}; {self.assumption}"
         )
+        return text if self.feasible else f"{self.fit.headline}\n{text}"
 
 
 def _model(model) -> TransformerConfig:
@@ -571,15 +592,99 @@ def _memory(cfg, c, lay: _Layout, work: _Compute, per) -> tuple[MemoryPerGPU, fl
     return memory, hbm_bytes
 
 
-def _priced(cfg, c: Cluster, lay: _Layout, work: _Compute, comms, memory: MemoryPerGPU, hbm_bytes: float) -> Plan:
-    """Every roof in seconds; the longest binds (all hidden), their sum is the step with none hidden."""
+#: The parallel dimensions whose communication the planner lets overlap the compute, by default.
+#: ``dp``: gradient buckets all-reduce while the backward runs (PyTorch DDP, Megatron's
+#: overlap-grad-reduce; FSDP prefetches its all-gathers). ``cp``: ring attention passes the next
+#: block of keys and values while it computes on this one. ``pp``: sends between stages are
+#: asynchronous. Not ``tp``: each all-reduce sits between two dependent GEMMs (Megatron's f and g),
+#: and the next one waits for it. Not ``ep``: the dispatch must arrive before the experts' GEMMs and
+#: the combine before the next layer; a schedule that runs two micro-batches against each other
+#: (DeepSeek's DualPipe) hides it, which ``overlap=(..., "ep")`` says.
+OVERLAPPED_COMMS = ("dp", "cp", "pp")
+
+_DIMS = ("tp", "cp", "dp", "ep", "pp")
+
+
+def _overlap(value) -> frozenset:
+    """The ``overlap`` keyword checked: some of tp, cp, dp, ep and pp, in a tuple, list or set."""
+    if isinstance(value, str) or not isinstance(value, (tuple, list, set, frozenset)):
+        raise TypeError(f"overlap must be a tuple of parallel dimensions (some of {', '.join(_DIMS)}), got {value!r}")
+    unknown = [d for d in value if d not in _DIMS]
+    if unknown:
+        raise ValueError(f"overlap must name parallel dimensions among {', '.join(_DIMS)}, got {unknown!r}")
+    return frozenset(value)
+
+
+def _words(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _assumption(comms, overlap: frozenset) -> str:
+    """Which communication the bound puts on the critical path and which it lets hide, in words."""
+    exposed = [r.name for r in comms if r.name not in overlap]
+    hidden = [r.name for r in comms if r.name in overlap]
+    if not comms:
+        return "no communication (one GPU's work)"
+    parts = []
+    if exposed:
+        parts.append(f"{_words(exposed)} on the critical path (waited for, added to the compute)")
+    if hidden:
+        parts.append(f"{_words(hidden)} overlapped with the compute")
+    return "assumes " + "; ".join(parts)
+
+
+def _plan_fit(cfg, c: Cluster, lay: _Layout, memory: MemoryPerGPU, state_bytes: float) -> Fit:
+    """The feasibility rule for a layout: memory per GPU against the GPU's, ``seq_len`` against the model's."""
+    parts = {
+        "weights": memory.weights,
+        "gradients": memory.gradients,
+        "optimizer state": memory.optimizer,
+        "activations": memory.activations,
+    }
+    lay_text = ", ".join(f"{k}={v}" for k, v in lay.keywords().items() if v != 1 or k in ("dp", "zero"))
+    fewest = fewest_devices(state_bytes, memory.capacity)
+    return memory_fit(
+        parts,
+        memory.capacity,
+        device=c.gpu.name,
+        what=f"{cfg.name or 'the model'} training at {lay_text} on {c.n_gpus} GPUs",
+        context_len=lay.seq_len,
+        cfg=cfg,
+        would_fit=f"its training state alone ({memory_size(state_bytes)}) needs at least {fewest:,} such GPUs, "
+        "fully sharded; fit_layouts finds a layout that fits",
+    )
+
+
+def _priced(
+    cfg,
+    c: Cluster,
+    lay: _Layout,
+    work: _Compute,
+    comms,
+    memory: MemoryPerGPU,
+    hbm_bytes: float,
+    overlap: frozenset,
+    state_bytes: float,
+) -> Plan:
+    """Every roof in seconds. The critical path is the compute, its bubble and the communication
+    that cannot overlap it; the step is the longest of that and the roofs that do overlap (HBM and
+    the ``overlap`` dimensions). Their sum is the step with nothing hidden."""
     hbm = hbm_bytes / c.gpu.hbm_bytes_per_s
     roofs = {"compute": work.seconds + work.bubble, "hbm": hbm, **{r.name: r.seconds for r in comms}}
-    binding = max(roofs, key=roofs.get)
+    exposed = {r.name: r.seconds for r in comms if r.name not in overlap}
+    critical = roofs["compute"] + sum(exposed.values())
+    beside = {"hbm": hbm, **{r.name: r.seconds for r in comms if r.name in overlap}}
+    longest = max(beside, key=beside.get)
+    if beside[longest] > critical:
+        binding, step = longest, beside[longest]
+    else:
+        binding, step = " + ".join(["compute", *(n for n, s in exposed.items() if s > 0)]), critical
     return Plan(
         model=cfg.name or "model",
         cluster=str(c),
         layout=lay.keywords(),
+        recompute=lay.recompute,
         tokens_per_step=float(work.tokens),
         micro_batches=lay.m,
         layers_per_stage=work.layers_per_stage,
@@ -588,10 +693,14 @@ def _priced(cfg, c: Cluster, lay: _Layout, work: _Compute, comms, memory: Memory
         hbm_seconds=hbm,
         comms=comms,
         roofs=roofs,
-        step_seconds=roofs[binding],
+        exposed=exposed,
+        critical_seconds=critical,
+        step_seconds=step,
         binding=binding,
         serial_seconds=work.seconds + work.bubble + sum(r.seconds for r in comms),
+        assumption=_assumption(comms, overlap),
         memory=memory,
+        fit=_plan_fit(cfg, c, lay, memory, state_bytes),
         model_flops_per_step=work.model_flops,
         hardware_flops_per_step=work.hardware_flops,
         peak_flops_per_s=work.peak,
@@ -621,6 +730,7 @@ def plan(
     convention: str = "6N",
     alpha_seconds=0.0,
     allow_cross_node_tp: bool = False,
+    overlap=OVERLAPPED_COMMS,
 ) -> Plan:
     """Price one training step of ``model`` on ``cluster`` under a layout (module docstring).
 
@@ -632,6 +742,13 @@ def plan(
     the sequence, a batch that does not split into micro-batches, ``pp`` above the layers, and
     groups that would lie unevenly across nodes. Uneven stages are allowed: the busiest holds
     ``ceil(layers / pp)`` layers and sets the pace. Embeddings and the logits are spread evenly.
+
+    ``overlap`` names the dimensions whose communication may hide under the compute
+    (:data:`OVERLAPPED_COMMS`: dp, cp and pp); the others' collectives are added to the compute on
+    the critical path, and :attr:`Plan.assumption` says which is which. A layout whose memory per
+    GPU exceeds the GPU's, or whose ``seq_len`` is beyond the model's maximum position, is still
+    priced and marked infeasible (:attr:`Plan.fit`, shown first by ``str``); :func:`fit_layouts`
+    never ranks it.
     """
     cfg = _model(model)
     c = _as_cluster(cluster)
@@ -644,4 +761,5 @@ def plan(
     work = _compute(cfg, c, lay, convention, peak)
     comms = _comms_roofs(cfg, c, lay, work)
     memory, hbm_bytes = _memory(cfg, c, lay, work, per)
-    return _priced(cfg, c, lay, work, comms, memory, hbm_bytes)
+    state_bytes = per.total * cfg.n_params()  # the whole model's training state, unsharded
+    return _priced(cfg, c, lay, work, comms, memory, hbm_bytes, _overlap(overlap), state_bytes)

@@ -187,7 +187,15 @@ def _deepseek_v3() -> PublishedRun:
         node="8x-h800",
         n_gpus=2048,
         layout=dict(
-            dp=128, pp=16, ep=64, zero=1, global_batch=15360, seq_len=4096, micro_batch=1, recompute="selective"
+            dp=128,
+            pp=16,
+            ep=64,
+            zero=1,
+            global_batch=15360,
+            seq_len=4096,
+            micro_batch=1,
+            recompute="selective",
+            overlap=("dp", "pp", "ep"),  # DualPipe runs the all-to-alls under another chunk's compute
         ),  # fmt: skip
         published_mfu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s) / gpu("H800").peak_flops_per_s("bf16"),
         published_flops_per_s_per_gpu=_model_rate(_DEEPSEEK_V3, deepseek_tokens_per_s),

@@ -31,6 +31,7 @@ the client.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -39,8 +40,9 @@ from typing import Callable
 import numpy as np
 
 from ..core.checks import _positive, _positive_int, _text
-from ..core.formatting import to_unit
+from ..core.formatting import seconds, to_unit
 from .comms import collective_cost
+from .feasibility import Fit
 from .serving import POLICIES, Chunk, RequestTimes, Server, _as_server, step_time
 
 __all__ = [
@@ -54,6 +56,8 @@ __all__ = [
     "FrontierPoint",
     "frontier",
     "best_under_slo",
+    "RateSearch",
+    "best_rate_under_slo",
 ]
 
 
@@ -129,6 +133,12 @@ class ServingRun:
     busy_s: float  # time the server spent in steps
     devices: int = 1
     gaps_s: tuple[float, ...] = ()  # every wait between two consecutive tokens of a request, seconds
+    fit: Fit | None = None  # the step that held the most memory, or the first that could not run; None: not priced
+
+    @property
+    def feasible(self) -> bool:
+        """False when some step of the run could not run on its device (:mod:`~roofline_lib.workloads.feasibility`)."""
+        return self.fit is None or self.fit.feasible
 
     def _pct(self, values, q) -> float:
         return float(np.percentile(values, _positive(q, "q", "percent")))
@@ -170,11 +180,12 @@ class ServingRun:
         return good / self.makespan_s / self.devices
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"{self.policy}: {len(self.times)} requests, {self.tokens_per_s:,.0f} tok/s; TTFT p50 "
-            f"{to_unit(self.ttft(50), 'ms'):.3g} ms, p99 {to_unit(self.ttft(99), 'ms'):.3g} ms; "
-            f"TPOT p50 {to_unit(self.tpot(50), 'ms'):.3g} ms, p99 {to_unit(self.tpot(99), 'ms'):.3g} ms"
+            f"{seconds(self.ttft(50))}, p99 {seconds(self.ttft(99))}; "
+            f"TPOT p50 {seconds(self.tpot(50))}, p99 {seconds(self.tpot(99))}"
         )
+        return text if self.feasible else f"{self.fit.headline}\n{text}"
 
 
 def _plan(policy, running, budget):
@@ -373,10 +384,42 @@ def _serve(
     return finished, steps, busy, gaps
 
 
+class _PricedSteps:
+    """An executor that prices each step with step_time on one server and keeps the fit that matters.
+
+    That is the first step that could not run, else the step that held the most memory.
+    """
+
+    def __init__(self, server: Server):
+        self.server, self.fit = server, None
+
+    def __call__(self, work) -> float:
+        step = step_time(self.server, [c for _, c in work])
+        f = step.fit
+        if self.fit is None or (self.fit.feasible and (not f.feasible or f.need_bytes > self.fit.need_bytes)):
+            self.fit = f
+        return step.seconds
+
+
+def _worse(a: Fit | None, b: Fit | None) -> Fit | None:
+    """Of two fits, the one a run reports: an infeasible one first, else the larger need."""
+    if a is None or b is None:
+        return a or b
+    if a.feasible != b.feasible:
+        return b if a.feasible else a
+    return a if a.need_bytes >= b.need_bytes else b
+
+
 def simulate(trace, server: Server, policy, **policy_options) -> ServingRun:
-    """:func:`run_policy` with each step priced by :func:`~roofline_lib.workloads.serving.step_time` on ``server``."""
+    """:func:`run_policy` with each step priced by :func:`~roofline_lib.workloads.serving.step_time` on ``server``.
+
+    The run keeps the feasibility of its steps (:attr:`ServingRun.fit`): a run in which some step
+    does not fit on the server, or reaches past the model's context, is marked infeasible.
+    """
     server = _as_server(server)
-    return run_policy(trace, lambda work: step_time(server, [c for _, c in work]).seconds, policy, **policy_options)
+    priced = _PricedSteps(server)
+    run = run_policy(trace, priced, policy, **policy_options)
+    return dataclasses.replace(run, fit=priced.fit)
 
 
 def simulate_disaggregated(
@@ -391,9 +434,10 @@ def simulate_disaggregated(
     per device (two of them).
     """
     reqs = tuple(trace)
+    prefill_priced, decode_priced = _PricedSteps(_as_server(prefill_server)), _PricedSteps(_as_server(decode_server))
     pre, _, _, _ = _serve(
         reqs,
-        lambda work: step_time(prefill_server, [c for _, c in work]).seconds,
+        prefill_priced,
         "continuous",
         max_batch=prefill_batch,
         first_token_only=True,
@@ -406,7 +450,7 @@ def simulate_disaggregated(
         arrivals.append(Request(s.req.id, s.finish + sent, s.req.prompt_len, s.req.output_len))
     dec = run_policy(
         arrivals,
-        lambda work: step_time(decode_server, [c for _, c in work]).seconds,
+        decode_priced,
         "continuous",
         max_batch=max_batch,
         prefilled=True,
@@ -417,7 +461,8 @@ def simulate_disaggregated(
         RequestTimes(by_id[i].arrival_s, first[i], t.finish_s, by_id[i].output_len)
         for i, t in zip(sorted(first), dec.times)
     )
-    return ServingRun("disaggregated", times, dec.steps, dec.busy_s, devices=2, gaps_s=dec.gaps_s)
+    fit = _worse(prefill_priced.fit, decode_priced.fit)
+    return ServingRun("disaggregated", times, dec.steps, dec.busy_s, devices=2, gaps_s=dec.gaps_s, fit=fit)
 
 
 @dataclass(frozen=True)
@@ -432,7 +477,8 @@ class SLO:
         _positive(self.tpot_s, "tpot_s", "seconds")
 
     def met_by(self, run: ServingRun) -> bool:
-        return run.ttft(99) <= self.ttft_s and run.tpot(99) <= self.tpot_s
+        """Both p99s within the objective, on a run that can run at all."""
+        return run.feasible and run.ttft(99) <= self.ttft_s and run.tpot(99) <= self.tpot_s
 
 
 @dataclass(frozen=True)
@@ -473,6 +519,9 @@ def frontier(server: Server, policy, rates, *, n_requests, prompt_len, output_le
 
 def best_under_slo(points, slo: SLO) -> FrontierPoint:
     """The highest-throughput point whose p99 TTFT and p99 TPOT meet ``slo``; ValueError if none does."""
+    points = tuple(points)
+    if points and not any(p.run.feasible for p in points):
+        raise ValueError(f"no point can run: {points[0].run.fit.headline}")
     ok = [p for p in points if slo.met_by(p.run)]
     if not ok:
         raise ValueError(
@@ -481,3 +530,72 @@ def best_under_slo(points, slo: SLO) -> FrontierPoint:
             "lower the arrival rate, the batch, or change the policy"
         )
     return max(ok, key=lambda p: p.tokens_per_s)
+
+
+@dataclass(frozen=True)
+class RateSearch:
+    """The highest arrival rate found to meet an SLO, and every rate the search served. SI units."""
+
+    best: FrontierPoint  # the highest-throughput point that met the SLO
+    points: tuple[FrontierPoint, ...]  # every rate served, in increasing rate
+    resolution_per_s: float  # the bracket's width when the search stopped, requests per second
+
+    def __str__(self) -> str:
+        return (
+            f"{self.best.run.policy}: best {self.best.tokens_per_s:,.0f} tokens/s at {self.best.rate_per_s:.3g} "
+            f"requests/s (searched {len(self.points)} rates to within {self.resolution_per_s:g} requests/s)"
+        )
+
+
+def best_rate_under_slo(
+    server: Server,
+    policy,
+    slo: SLO,
+    *,
+    low_per_s,
+    high_per_s,
+    resolution_per_s=0.5,
+    n_requests,
+    prompt_len,
+    output_len,
+    seed,
+    max_rate_per_s=4096.0,
+    **options,
+) -> RateSearch:
+    """Search the arrival rate for the best throughput under ``slo``, instead of reading it off a coarse grid.
+
+    A rate that meets the SLO is bracketed with one that does not (halving ``low_per_s`` while
+    it fails, doubling ``high_per_s`` while it meets, up to ``max_rate_per_s``), then the bracket
+    is bisected until it is ``resolution_per_s`` wide. Every rate serves the same ``seed``'s
+    trace, as :func:`frontier` does. The answer is the best point among all the rates served
+    (:func:`best_under_slo`), so a load whose p99 is not monotone in the rate is not misread.
+    """
+    low = _positive(low_per_s, "low_per_s", "requests per second")
+    high = _positive(high_per_s, "high_per_s", "requests per second")
+    step = _positive(resolution_per_s, "resolution_per_s", "requests per second")
+    ceiling = _positive(max_rate_per_s, "max_rate_per_s", "requests per second")
+    if not low < high:
+        raise ValueError(f"low_per_s must be below high_per_s, got {low!r} and {high!r} requests per second")
+    served: dict[float, FrontierPoint] = {}
+
+    def meets(rate: float) -> bool:
+        if rate not in served:
+            (served[rate],) = frontier(
+                server, policy, (rate,), n_requests=n_requests, prompt_len=prompt_len,
+                output_len=output_len, seed=seed, **options,
+            )  # fmt: skip
+        return slo.met_by(served[rate].run)
+
+    while not meets(low):
+        if low < step:
+            best_under_slo(tuple(served.values()), slo)  # raises: not even a trickle of requests meets it
+        low, high = low / 2, low
+    while meets(high):
+        if high >= ceiling:
+            break
+        low, high = high, min(2 * high, ceiling)
+    while high - low > step:
+        mid = (low + high) / 2
+        low, high = (mid, high) if meets(mid) else (low, mid)
+    points = tuple(served[r] for r in sorted(served))
+    return RateSearch(best_under_slo(points, slo), points, high - low)

@@ -40,21 +40,24 @@ policy that the explorers draw. The discrete-event model of a request trace is i
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
 
 from ..core.checks import _flag, _fraction, _positive, _positive_int, _text
-from ..core.formatting import gib as _gib
-from ..core.formatting import to_unit
+from ..core.formatting import data_size, flop_count, gib, to_unit
+from ..core.formatting import seconds as seconds_text
 from ..core.hardware import GPUSpec
 from ..core.roofline import Roof, roof
 from ..models.transformer import TransformerConfig
+from .feasibility import Fit, _activation_parts, context_problem, max_context, memory_fit
 from .inference import decode_step_bytes_of, kv_cache_bytes_per_token, precision_for_bytes
 
 __all__ = [
     "POLICIES",
     "Server",
+    "server_fit",
     "serving_server",
     "Chunk",
     "StepTime",
@@ -75,7 +78,8 @@ __all__ = [
     "steady_state",
     "StepCounts",
     "step_counts",
-    "FRONTIER_BATCHES",
+    "FRONTIER_MAX_BATCH",
+    "frontier_batches",
     "steady_frontier",
     "best_steady_state",
 ]
@@ -99,6 +103,12 @@ class Server:
     capacity_bytes: float | None
     overhead_seconds: float
     name: str
+    device_name: str = ""  # the GPU's name; empty for a bare roof
+
+    @property
+    def device(self) -> str:
+        """What the server runs on, as a message names it: the GPU, else the roof's label."""
+        return self.device_name or self.roof.label
 
     @functools.cached_property
     def kv_bytes_per_token(self) -> float:
@@ -106,9 +116,9 @@ class Server:
         c = self.cfg
         return kv_cache_bytes_per_token(c.n_layers, c.n_kv_heads, c.head_dim, self.kv_bytes_per_elem)
 
-    @property
+    @functools.cached_property
     def weight_bytes(self) -> float:
-        """Every parameter stored, in bytes."""
+        """Every parameter stored, in bytes (cached: every step's feasibility asks it)."""
         return self.cfg.n_params() * self.bytes_per_param
 
 
@@ -149,13 +159,15 @@ def serving_server(
     if isinstance(hardware, GPUSpec):
         the_roof = Roof.of_gpu(hardware, precision or precision_for_bytes(b))
         capacity = hardware.hbm_capacity_bytes
+        device = hardware.name
     else:
+        device = ""
         try:
             the_roof = roof(hardware)
         except (TypeError, ValueError) as err:
             raise type(err)(f"hardware: {err}") from None
         capacity = None
-    return Server(cfg, the_roof, b, kv, capacity, overhead, f"{cfg.name or 'model'} on {the_roof.label}")
+    return Server(cfg, the_roof, b, kv, capacity, overhead, f"{cfg.name or 'model'} on {the_roof.label}", device)
 
 
 @dataclass(frozen=True)
@@ -180,7 +192,13 @@ class Chunk:
 
 @dataclass(frozen=True)
 class StepTime:
-    """One step priced on a roof. SI units; ``bound`` is :meth:`Roof.bound` of ``intensity``."""
+    """One step priced on a roof. SI units; ``bound`` is :meth:`Roof.bound` of ``intensity``.
+
+    ``fit`` is the course's feasibility rule (:mod:`~roofline_lib.workloads.feasibility`): the
+    weights stored, every chunk's KV cache and the step's activations against the device's memory,
+    and the longest context against the model's. An infeasible step is still priced;
+    ``feasible`` is False and ``__str__`` says why first.
+    """
 
     prefill_tokens: int  # new tokens in chunks of more than one token
     decode_tokens: int  # chunks of one token
@@ -194,13 +212,19 @@ class StepTime:
     seconds: float  # roof_seconds + overhead_seconds
     bound: str  # "memory" or "compute"
     roof_label: str
+    fit: Fit
+
+    @property
+    def feasible(self) -> bool:
+        return self.fit.feasible
 
     def __str__(self) -> str:
-        return (
-            f"{self.prefill_tokens} prefill + {self.decode_tokens} decode tokens: {to_unit(self.flops, 'GFLOP'):.4g} GFLOP, "
-            f"{to_unit(self.bytes_moved, 'MB'):.4g} MB ({self.kv_bytes / self.bytes_moved:.0%} KV), "
-            f"{to_unit(self.seconds, 'ms'):.4g} ms on {self.roof_label}, {self.bound}-bound"
+        text = (
+            f"{self.prefill_tokens} prefill + {self.decode_tokens} decode tokens: {flop_count(self.flops)}, "
+            f"{data_size(self.bytes_moved)} ({self.kv_bytes / self.bytes_moved:.0%} KV), "
+            f"{seconds_text(self.seconds)} on {self.roof_label}, {self.bound}-bound; {gib(self.fit.need_bytes)} held"
         )
+        return text if self.feasible else f"{self.fit.headline}\n{text}"
 
 
 def _keys(tokens: int, offset: int, window: int | None) -> int:
@@ -212,7 +236,7 @@ def _keys(tokens: int, offset: int, window: int | None) -> int:
     return total - over
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=4096)
 def _weights_read(cfg: TransformerConfig, tokens: int, bytes_per_param: float) -> float:
     """Weight bytes a step of ``tokens`` new tokens reads (cached: the scheduler asks it every step)."""
     return decode_step_bytes_of(cfg, tokens, None, bytes_per_param).weights
@@ -225,24 +249,61 @@ def _flop_parts(cfg: TransformerConfig) -> tuple[float, float, float]:
     return f.fwd_per_token - f.scores_total - f.unembed, f.scores_total, f.unembed
 
 
-def step_time(server: Server, chunks) -> StepTime:
-    """Price one step of ``chunks`` (:class:`Chunk`, one per request) on ``server``'s roof."""
-    server = _as_server(server)
-    chunks = _sequence(chunks, "chunks", "Chunk(tokens, offset, logits)")
-    if not chunks or not all(isinstance(c, Chunk) for c in chunks):
-        raise ValueError(f"chunks must be one or more Chunk(tokens, offset, logits), got {chunks!r}")
+@functools.lru_cache(maxsize=4096)
+def _kv_held(cfg: TransformerConfig, context: int, kv_bytes_per_elem: float) -> float:
+    """KV bytes one sequence of ``context`` tokens holds (windowed layers keep their window)."""
+    return cfg.kv_cache_bytes(context, kv_bytes_per_elem, 1)
+
+
+def server_fit(server: Server, contexts, new_tokens: int, logits_rows: int) -> Fit:
+    """The feasibility rule for one step on ``server``: weights, KV of ``contexts`` and activations.
+
+    ``contexts`` is an iterable of ``(context_len, sequences)`` pairs: the tokens each running
+    sequence holds once the step is done. The largest context that fits is worked out for a
+    batch of equal contexts.
+    """
+    cfg = server.cfg
+    groups = tuple(contexts)
+    kv = sum(n * _kv_held(cfg, c, server.kv_bytes_per_elem) for c, n in groups)
+    longest = max(c for c, _ in groups)
+    sequences = sum(n for _, n in groups)
+    per_token, per_row = _activation_parts(cfg)
+    activations = new_tokens * per_token + logits_rows * per_row
+    parts = {"weights": server.weight_bytes, "KV cache": kv, "activations": activations}
+    largest = None
+    if server.capacity_bytes is not None:
+        room = server.capacity_bytes - server.weight_bytes - activations
+        largest = int(room // (sequences * server.kv_bytes_per_token)) if room > 0 else 0
+        if max_context(cfg) is not None:
+            largest = min(largest, max_context(cfg))
+    return memory_fit(
+        parts,
+        server.capacity_bytes,
+        device=server.device,
+        what=f"{cfg.name or 'the model'} with {sequences} sequence{'' if sequences == 1 else 's'}"
+        + (f" of up to {longest:,} tokens" if sequences > 1 else f" of {longest:,} tokens"),
+        context_len=longest,
+        cfg=cfg,
+        largest_context=largest,
+    )
+
+
+def _price(server: Server, groups) -> StepTime:
+    """Price ``groups``, pairs of (Chunk, how many requests have that chunk), on ``server``'s roof."""
     cfg = server.cfg
     window = cfg.sliding_window
     body, per_key, unembed = _flop_parts(cfg)
-    new_tokens = sum(c.tokens for c in chunks)
-    keys = sum(_keys(c.tokens, c.offset, window) for c in chunks)
-    flops = new_tokens * body + keys * per_key + sum(c.logits for c in chunks) * unembed
+    new_tokens = sum(c.tokens * n for c, n in groups)
+    keys = sum(_keys(c.tokens, c.offset, window) * n for c, n in groups)
+    rows = sum(c.logits * n for c, n in groups)
+    flops = new_tokens * body + keys * per_key + rows * unembed
     weights = _weights_read(cfg, new_tokens, server.bytes_per_param)
-    cached = sum(c.offset if window is None else min(c.offset, window - 1) for c in chunks)  # + itself = window
+    cached = sum((c.offset if window is None else min(c.offset, window - 1)) * n for c, n in groups)  # + itself
     kv = (cached + new_tokens) * server.kv_bytes_per_token  # read the cache before, write the new tokens
     total = weights + kv
     at_roof = server.roof.seconds(flops, total)
-    decode = sum(1 for c in chunks if c.tokens == 1)
+    decode = sum(n for c, n in groups if c.tokens == 1)
+    fit = server_fit(server, ((c.offset + c.tokens, n) for c, n in groups), new_tokens, rows)
     return StepTime(
         prefill_tokens=new_tokens - decode,
         decode_tokens=decode,
@@ -256,7 +317,20 @@ def step_time(server: Server, chunks) -> StepTime:
         seconds=at_roof + server.overhead_seconds,
         bound=server.roof.bound(flops / total),
         roof_label=server.roof.label,
+        fit=fit,
     )
+
+
+def step_time(server: Server, chunks) -> StepTime:
+    """Price one step of ``chunks`` (:class:`Chunk`, one per request) on ``server``'s roof."""
+    server = _as_server(server)
+    chunks = _sequence(chunks, "chunks", "Chunk(tokens, offset, logits)")
+    if not chunks or not all(isinstance(c, Chunk) for c in chunks):
+        raise ValueError(f"chunks must be one or more Chunk(tokens, offset, logits), got {chunks!r}")
+    groups: dict[Chunk, int] = {}
+    for c in chunks:
+        groups[c] = groups.get(c, 0) + 1
+    return _price(server, tuple(groups.items()))
 
 
 def prefill_step(server: Server, prompt_len, *, batch=1, cached_prefix=0) -> StepTime:
@@ -266,7 +340,7 @@ def prefill_step(server: Server, prompt_len, *, batch=1, cached_prefix=0) -> Ste
     k = int(_positive(cached_prefix, "cached_prefix", "tokens", allow_zero=True))
     if k >= p:
         raise ValueError(f"cached_prefix must be fewer tokens than prompt_len ({p}), got {cached_prefix!r}")
-    return step_time(server, [Chunk(p - k, k)] * _positive_int(batch, "batch", "sequences"))
+    return _price(server, ((Chunk(p - k, k), _positive_int(batch, "batch", "sequences")),))
 
 
 def decode_step(server: Server, batch, context_len) -> StepTime:
@@ -274,7 +348,7 @@ def decode_step(server: Server, batch, context_len) -> StepTime:
     server = _as_server(server)
     b = _positive_int(batch, "batch", "sequences")
     c = _positive_int(context_len, "context_len", "tokens")
-    return step_time(server, [Chunk(1, c - 1)] * b)
+    return _price(server, ((Chunk(1, c - 1), b),))
 
 
 def mixed_step(server: Server, decode_contexts, prefill_tokens, prefill_offset=0, *, last=True) -> StepTime:
@@ -290,7 +364,11 @@ def mixed_step(server: Server, decode_contexts, prefill_tokens, prefill_offset=0
     n = _positive_int(prefill_tokens, "prefill_tokens", "tokens")
     o = int(_positive(prefill_offset, "prefill_offset", "tokens", allow_zero=True))
     logits = 1 if _flag(last, "last") else 0
-    return step_time(server, [Chunk(1, c - 1) for c in contexts] + [Chunk(n, o, logits)])
+    counts: dict[int, int] = {}
+    for c in contexts:
+        counts[c] = counts.get(c, 0) + 1
+    groups = [(Chunk(1, c - 1), k) for c, k in counts.items()]
+    return _price(server, (*groups, (Chunk(n, o, logits), 1)))
 
 
 @dataclass(frozen=True)
@@ -333,16 +411,33 @@ class RequestTimes:
 
 @dataclass(frozen=True)
 class KVCapacity:
-    """How many requests' KV caches fit beside the weights. SI units (bytes, tokens)."""
+    """How many requests' KV caches fit beside the weights. SI units (bytes, tokens).
+
+    ``fit`` is the feasibility rule for one request alone; when even that does not fit (the
+    weights leave no room, or the request is longer than the model's context), ``max_requests``
+    is 0 and ``feasible`` is False.
+    """
 
     allocation: str  # "paged" or "contiguous"
-    kv_bytes_available: float  # capacity - weights (- reserve)
+    kv_bytes_available: float  # capacity - weights (- reserve); 0 when the weights leave none
     kv_bytes_per_token: float
     tokens: int  # KV tokens that fit
     reserved_per_request: int  # tokens one request holds: its length in blocks, or max_seq_len
     used_per_request: int  # prompt + output
     max_requests: int
     waste_fraction: float  # 1 - used / reserved
+    fit: Fit
+
+    @property
+    def feasible(self) -> bool:
+        return self.fit.feasible
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.max_requests} requests of {self.used_per_request:,} tokens ({self.allocation}, "
+            f"{gib(self.kv_bytes_available)} of KV cache, {self.waste_fraction:.0%} of each reservation unused)"
+        )
+        return text if self.feasible else f"{self.fit.headline}\n{text}"
 
 
 def kv_capacity(
@@ -363,8 +458,9 @@ def kv_capacity(
       (vLLM's PagedAttention); the waste is less than one block per request.
 
     Memory for the cache is the device's capacity, less ``reserve_fraction`` of it (activations,
-    the runtime), less the weights. Refuses a server with no known capacity or a model that
-    leaves no room.
+    the runtime), less the weights. A model that leaves no room, or a request longer than the
+    model's context, gives ``max_requests = 0`` marked infeasible (:class:`KVCapacity`). A
+    server with no known capacity is refused: there is nothing to size.
     """
     server = _as_server(server)
     kind = _text(allocation, "allocation", "'paged' or 'contiguous'")
@@ -374,12 +470,6 @@ def kv_capacity(
         raise ValueError(f"{server.name} has no memory capacity on record: pass a registry GPU to size its KV cache")
     used = _positive_int(prompt_len, "prompt_len", "tokens") + _positive_int(output_len, "output_len", "tokens")
     reserve = _fraction(reserve_fraction, "reserve_fraction", allow_zero=True)
-    available = server.capacity_bytes * (1 - reserve) - server.weight_bytes
-    if available <= 0:
-        raise ValueError(
-            f"{server.name}: the weights ({_gib(server.weight_bytes)}) leave no room for a KV cache in "
-            f"{_gib(server.capacity_bytes * (1 - reserve))}"
-        )
     if kind == "paged":
         block = _positive_int(block_tokens, "block_tokens", "tokens")
         reserved = math.ceil(used / block) * block
@@ -391,9 +481,28 @@ def kv_capacity(
         reserved = _positive_int(max_seq_len, "max_seq_len", "tokens")
         if reserved < used:
             raise ValueError(f"max_seq_len must hold prompt + output ({used} tokens), got {max_seq_len!r}")
-    tokens = int(available // server.kv_bytes_per_token)
+    usable = server.capacity_bytes * (1 - reserve)
+    available = max(0.0, usable - server.weight_bytes)
+    fit = memory_fit(
+        {"weights": server.weight_bytes, "KV cache": reserved * server.kv_bytes_per_token},
+        usable,
+        device=server.device if reserve == 0 else f"{server.device} (less its {reserve:.0%} reserve)",
+        what=f"{server.cfg.name or 'the model'} with one request of {used:,} tokens",
+        context_len=used,
+        cfg=server.cfg,
+        largest_context=int(available // server.kv_bytes_per_token),
+    )
+    tokens = int(available // server.kv_bytes_per_token) if fit.feasible else 0
     return KVCapacity(
-        kind, available, server.kv_bytes_per_token, tokens, reserved, used, tokens // reserved, 1 - used / reserved
+        kind,
+        available,
+        server.kv_bytes_per_token,
+        tokens,
+        reserved,
+        used,
+        tokens // reserved,
+        1 - used / reserved,
+        fit,
     )
 
 
@@ -442,6 +551,19 @@ class SpeculativeDecoding:
     verify_bound: str
     plain_bound: str
     speedup: float  # tokens/s speculative over tokens/s plain; below 1 it loses
+    fit: Fit  # target and draft together on the target's device
+
+    @property
+    def feasible(self) -> bool:
+        return self.fit.feasible
+
+    def __str__(self) -> str:
+        text = (
+            f"speculative decoding, alpha {self.alpha:g}, gamma {self.gamma}, batch {self.batch}: "
+            f"{self.expected_tokens:.3g} tokens per check, speed-up {self.speedup:.3g}x "
+            f"(check {self.verify_bound}-bound, plain step {self.plain_bound}-bound)"
+        )
+        return text if self.feasible else f"{self.fit.headline}\n{text}"
 
 
 def speculative_decoding(target: Server, draft: Server, batch, context_len, alpha, gamma) -> SpeculativeDecoding:
@@ -452,19 +574,52 @@ def speculative_decoding(target: Server, draft: Server, batch, context_len, alph
     one decode step, and the step yields :func:`expected_tokens_per_step` tokens; at a large
     batch the check is compute-bound, costs about ``gamma + 1`` decode steps, and speculation
     loses.
+
+    Feasibility: the draft runs beside the target on the target's device, so both models'
+    weights and KV caches (the target's at ``context_len + gamma`` tokens) must fit there, and the
+    context must be within both models' reach.
     """
     target, draft = _as_server(target, "target"), _as_server(draft, "draft")
     b = _positive_int(batch, "batch", "sequences")
     c = _positive_int(context_len, "context_len", "tokens")
     g = _positive_int(gamma, "gamma", "draft tokens")
     tokens = expected_tokens_per_step(alpha, g)
-    drafting = g * decode_step(draft, b, c).seconds
-    verify = step_time(target, [Chunk(g + 1, c - 1, g + 1)] * b)
+    draft_step = decode_step(draft, b, c)
+    drafting = g * draft_step.seconds
+    verify = _price(target, ((Chunk(g + 1, c - 1, g + 1), b),))
     plain = decode_step(target, b, c)
     speedup = tokens * plain.seconds / (drafting + verify.seconds)
     return SpeculativeDecoding(
-        float(alpha), g, b, tokens, drafting, verify.seconds, plain.seconds, verify.bound, plain.bound, speedup
+        float(alpha),
+        g,
+        b,
+        tokens,
+        drafting,
+        verify.seconds,
+        plain.seconds,
+        verify.bound,
+        plain.bound,
+        speedup,
+        _pair_fit(target, draft, verify.fit, draft_step.fit),
     )
+
+
+def _pair_fit(target: Server, draft: Server, target_fit: Fit, draft_fit: Fit) -> Fit:
+    """The target's step and the draft's side by side on the target's device: one :class:`Fit`."""
+    parts = {f"target {name}": b for name, b in target_fit.parts}
+    parts |= {f"draft {name}": b for name, b in draft_fit.parts if name != "activations"}
+    fit = memory_fit(
+        parts,
+        target.capacity_bytes,
+        device=target.device,
+        what=f"{target.cfg.name or 'the target'} with its draft {draft.cfg.name or 'model'}",
+        context_len=target_fit.context_len,
+        cfg=target.cfg,
+    )
+    draft_context = None if draft_fit.context_len is None else context_problem(draft.cfg, draft_fit.context_len)
+    if draft_context and fit.feasible:
+        return dataclasses.replace(fit, feasible=False, reason=f"the draft: {draft_context}")
+    return fit
 
 
 # --------------------------------------------------------------------------- prefix caching
@@ -480,6 +635,11 @@ class PrefixSavings:
     flops_cached: float
     seconds_full: float
     seconds_cached: float
+    fit: Fit  # the full prompt's prefill on the server
+
+    @property
+    def feasible(self) -> bool:
+        return self.fit.feasible
 
     @property
     def flops_saved(self) -> float:
@@ -499,7 +659,9 @@ def prefix_cache_savings(server: Server, prompt_len, cached_prefix) -> PrefixSav
     server = _as_server(server)
     full = prefill_step(server, prompt_len)
     cached = prefill_step(server, prompt_len, cached_prefix=cached_prefix)
-    return PrefixSavings(int(prompt_len), int(cached_prefix), full.flops, cached.flops, full.seconds, cached.seconds)
+    return PrefixSavings(
+        int(prompt_len), int(cached_prefix), full.flops, cached.flops, full.seconds, cached.seconds, full.fit
+    )
 
 
 # --------------------------------------------------------------------------- steady state
@@ -521,6 +683,18 @@ class SteadyState:
     decode_bound: str
     devices: int
     sustainable: bool
+    fit: Fit  # every request at its full length, beside the weights and the largest step's activations
+
+    @property
+    def feasible(self) -> bool:
+        return self.fit.feasible
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.policy}, batch {self.batch}: TTFT {seconds_text(self.ttft_s)}, TPOT {seconds_text(self.tpot_s)}, "
+            f"{self.tokens_per_s:,.0f} tokens/s per device{'' if self.sustainable else ' (not sustainable)'}"
+        )
+        return text if self.feasible else f"{self.fit.headline}\n{text}"
 
 
 def steady_state(
@@ -543,6 +717,9 @@ def steady_state(
     * ``disaggregated``: one device decodes, another prefills; TPOT = decode step; throughput
       = the slower of the two, per device; TTFT = prefill (the first token comes from the
       prefill device); ``transfer_seconds`` of KV transfer delay the second token.
+
+    Feasibility (``fit``): ``batch`` requests at their full length, ``prompt_len + output_len``
+    tokens each, must fit beside the weights and the largest step's activations.
     """
     server = _as_server(server)
     kind = _text(policy, "policy", "a batching policy")
@@ -556,6 +733,7 @@ def steady_state(
     decode = decode_step(server, b, context)
     prefill = prefill_step(server, p)
     devices, sustainable = 1, True
+    largest_step = {"static": b * p, "chunked": chunk_tokens or p}.get(kind, p)
     if kind == "static":
         batch_prefill = prefill_step(server, p, batch=b).seconds
         round_s = batch_prefill + (o - 1) * decode.seconds
@@ -570,7 +748,7 @@ def steady_state(
         room = budget - b
         needed = max(1, math.ceil(b * p / o))
         sustainable = room >= needed
-        step = mixed_step(server, [context] * b, min(needed, max(room, 1)), p // 2, last=False)
+        step = _price(server, ((Chunk(1, context - 1), b), (Chunk(min(needed, max(room, 1)), p // 2, 0), 1)))
         tpot, tps = step.seconds, b / step.seconds
         ttft = math.ceil(p / max(room, 1)) * step.seconds
     else:
@@ -579,39 +757,56 @@ def steady_state(
         requests_per_s = min(b / (o * decode.seconds), 1 / prefill.seconds)
         sustainable = 1 / prefill.seconds >= b / (o * decode.seconds)
         ttft, tps = prefill.seconds, requests_per_s * o / devices
-    return SteadyState(kind, b, tpot, ttft, tps, decode.bound, devices, sustainable)
+    fit = server_fit(server, ((p + o, b),), int(largest_step), 1)
+    return SteadyState(kind, b, tpot, ttft, tps, decode.bound, devices, sustainable, fit)
 
 
-#: Batch sizes the steady-state frontier tries: powers of two, 1 to 1024.
-FRONTIER_BATCHES = tuple(2**i for i in range(11))
+#: The largest batch a steady-state frontier tries: a server's cap on running sequences (vLLM's
+#: ``max_num_seqs`` is 256 by default; 1,024 leaves room for a small model on a large card).
+FRONTIER_MAX_BATCH = 1024
+
+
+def frontier_batches(server: Server, prompt_len, output_len, *, block_tokens=16) -> range:
+    """The batches a steady-state frontier tries: every whole batch, 1, 2, 3, ..., up to what the paged
+    KV cache holds (:func:`kv_capacity`), and at most :data:`FRONTIER_MAX_BATCH`.
+
+    Empty when not one request fits; every batch to the cap where the capacity is unknown.
+    """
+    server = _as_server(server)
+    if server.capacity_bytes is None:
+        return range(1, FRONTIER_MAX_BATCH + 1)
+    cap = kv_capacity(server, prompt_len, output_len, block_tokens=block_tokens)
+    return range(1, min(cap.max_requests, FRONTIER_MAX_BATCH) + 1)
 
 
 def steady_frontier(server: Server, policy, prompt_len, output_len, *, chunk_tokens=None, block_tokens=16):
-    """:func:`steady_state` at each batch of :data:`FRONTIER_BATCHES` whose paged KV cache fits.
+    """:func:`steady_state` at every batch of :func:`frontier_batches`: 1, 2, 3, ... up to what the KV cache
+    holds (at most :data:`FRONTIER_MAX_BATCH`).
 
-    Where the server's capacity is known, batches above :func:`kv_capacity`'s ``max_requests``
-    are left out (the frontier ends where memory does).
+    The frontier ends where memory does. A server on which not one request fits gives an empty
+    frontier; :func:`best_steady_state` then says why.
     """
     server = _as_server(server)
-    limit = max(FRONTIER_BATCHES)
-    if server.capacity_bytes is not None:
-        limit = kv_capacity(server, prompt_len, output_len, block_tokens=block_tokens).max_requests
-        if limit < 1:
-            raise ValueError(
-                f"{server.name}: not one request of {prompt_len} + {output_len} tokens fits beside the weights"
-            )
     return tuple(
         steady_state(server, policy, b, prompt_len, output_len, chunk_tokens=chunk_tokens)
-        for b in FRONTIER_BATCHES
-        if b <= limit
+        for b in frontier_batches(server, prompt_len, output_len, block_tokens=block_tokens)
     )
 
 
 def best_steady_state(points, ttft_s, tpot_s) -> SteadyState:
-    """The highest-throughput sustainable point with TTFT <= ``ttft_s`` and TPOT <= ``tpot_s`` (seconds)."""
+    """The highest-throughput feasible, sustainable point with TTFT <= ``ttft_s`` and TPOT <= ``tpot_s`` (seconds).
+
+    Points marked infeasible are never chosen; when every point is, the error says why.
+    """
     ttft = _positive(ttft_s, "ttft_s", "seconds")
     tpot = _positive(tpot_s, "tpot_s", "seconds")
-    ok = [p for p in points if p.sustainable and p.ttft_s <= ttft and p.tpot_s <= tpot]
+    points = tuple(points)
+    if not points:
+        raise ValueError("points is empty: not one request fits on the server (see kv_capacity(...).fit)")
+    feasible = [p for p in points if p.feasible]
+    if not feasible:
+        raise ValueError(f"no point can run: {points[0].fit.headline}")
+    ok = [p for p in feasible if p.sustainable and p.ttft_s <= ttft and p.tpot_s <= tpot]
     if not ok:
         raise ValueError(
             f"no batch meets the SLO (TTFT <= {to_unit(ttft, 'ms'):.4g} ms, TPOT <= {to_unit(tpot, 'ms'):.4g} ms): loosen it, "
@@ -635,6 +830,11 @@ class StepCounts:
     weight_bytes_per_token: float
     kv_bytes_per_token: float
     stored_weight_bytes: float
+    # what the feasibility rule (server_fit) adds up: a step's activations, per new token and per
+    # logits row, and the model's longest context (0: none on record)
+    activation_bytes_per_token: float = 0.0
+    activation_bytes_per_row: float = 0.0
+    max_context_tokens: int = 0
 
 
 def step_counts(server: Server) -> StepCounts:
@@ -647,4 +847,16 @@ def step_counts(server: Server) -> StepCounts:
         )
     body, per_key, unembed = _flop_parts(cfg)
     one, two = _weights_read(cfg, 1, server.bytes_per_param), _weights_read(cfg, 2, server.bytes_per_param)
-    return StepCounts(body, per_key, unembed, 2 * one - two, two - one, server.kv_bytes_per_token, server.weight_bytes)
+    per_token, per_row = _activation_parts(cfg)
+    return StepCounts(
+        body,
+        per_key,
+        unembed,
+        2 * one - two,
+        two - one,
+        server.kv_bytes_per_token,
+        server.weight_bytes,
+        per_token,
+        per_row,
+        max_context(cfg) or 0,
+    )

@@ -918,11 +918,14 @@ _PART_LIST += [
         "max_batch",
         ex8_max_batch,
         "sequences",
-        _DECODE + " Round down: a batch is whole sequences.",
+        _DECODE + " Round down: a batch is whole sequences. The key tries every whole batch (1, 2, 3, ...), "
+        "not only powers of two.",
         rel_tol=1e-9,
         traps=[
             (lambda: ex8_max_batch(weights=False), "the weights are read every step too."),
             (ex8_max_requests, "that is what the KV cache holds; the objective binds first."),
+            (lambda: ex8_max_batch() + 1, "that batch's step takes longer than the objective; round down."),
+            (lambda: 1 << (ex8_max_batch().bit_length() - 1), "that is a power of two; a batch need not be one."),
         ],
     ),
     _asks(
@@ -955,10 +958,12 @@ _PART_LIST += [
         ex8_max_chunk,
         "tokens",
         "A mixed step computes 2 FLOP per parameter for every token in it, decode or prompt, and "
-        "reads the weights once.",
-        rel_tol=0.004,
+        "reads the weights once. The answer is the largest whole number of tokens whose step meets the "
+        "objective (the key tries every one), so one token more is over it.",
+        rel_tol=1e-9,
         traps=[
             (lambda: ex8_max_chunk(running=0), "the 80 decode tokens share the step's compute with the chunk."),
+            (lambda: ex8_max_chunk() + 1, "that step takes longer than the objective; round down."),
         ],
     ),
     _asks(
