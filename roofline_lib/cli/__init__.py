@@ -42,8 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="roofline",
         description="The Roofline Course from the command line: the GPU registry, kernel "
-        "verdicts, this machine's measured roofs, roofline plots, the course's models and "
-        "exercise grading.",
+        "verdicts, this machine's measured roofs, roofline plots, the course's models, the "
+        "training planner, serving under a latency objective and exercise grading.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
