@@ -114,3 +114,86 @@ BF16 = "c10::BFloat16"
 
 def gemm(m, n, k):
     return ("aten::mm", [[m, k], [k, n]], [BF16, BF16])
+
+
+# --------------------------------------------------------------------------- stored synthetic traces
+# The synthetic traces under tests/traces/ are written from these builders (tests/traces/write_synthetic.py)
+# so that HTA can read them too (tools/hta_reference.py); test_traces_stored.py checks the files still
+# equal what the builders make. Every figure is counted by hand in the test beside its assertion.
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _kernel_event(b: Builder, cat: str) -> None:
+    """Make the kernel event the builder wrote last a ``cat`` event (a memset, a copy)."""
+    b.events[-1]["cat"] = cat
+
+
+def zero_length_trace() -> dict:
+    """An H100 trace with zero-length kernels: a 0 us memset at 100 us, a bf16 GEMM 100..300 us, a
+    0 us fill at 300 us (the GEMM's end), an add 600..700 us. Window 100..700, busy 300 us."""
+    b = Builder(gpu=H100)
+    b.op("aten::zero_", [[1024]], [BF16], ts=90.0, dur=5.0, kernel="Memset (Device)", k_ts=100.0, k_dur=0.0)
+    _kernel_event(b, "gpu_memset")
+    b.op(*gemm(4096, 4096, 4096), ts=95.0, dur=5.0, kernel="sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64",
+         k_ts=100.0, k_dur=200.0)  # fmt: skip
+    b.op("aten::fill_", [[1024], []], [BF16, "Scalar"], ts=150.0, dur=5.0,
+         kernel="void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>>(int)",
+         k_ts=300.0, k_dur=0.0)  # fmt: skip
+    b.op("aten::add", [[2**24], [2**24], []], [BF16, BF16, "Scalar"], ts=590.0, dur=5.0,
+         kernel="void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>(int)",
+         k_ts=600.0, k_dur=100.0)  # fmt: skip
+    return b.trace()
+
+
+MI300X_PROPS = {
+    "id": 0,
+    "name": "AMD Radeon Graphics",  # how ROCm before 6.2 names every Instinct
+    "gcnArchName": "gfx942:sramecc+:xnack-",
+    "computeMajor": 9,
+    "computeMinor": 4,
+    "numSms": 304,
+    "warpSize": 64,
+    "totalGlobalMem": 205822885888,
+}
+
+
+def amd_trace() -> dict:
+    """An MI300X trace named only "AMD Radeon Graphics" with its gfx942 id: a bf16 Tensile GEMM
+    0..1000 us, an RCCL all-reduce 1000..1400 us, idle to 1600, a bf16 add 1600..1800 us."""
+    b = Builder(gpu=None)
+    b.props = [dict(MI300X_PROPS)]
+    b.op(*gemm(8192, 8192, 8192), ts=-10.0, dur=5.0,
+         kernel="Cijk_Ailk_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x256x64_MI16x16x1_SN", k_ts=0.0, k_dur=1000.0)  # fmt: skip
+    b.op("record_param_comms", [], [], ts=-4.0, dur=5.0, kernel="ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096>)",
+         k_ts=1000.0, k_dur=400.0, stream=2,
+         args={"Collective name": "allreduce", "In msg nelems": 2**24, "dtype": "BFloat16", "Group size": 8})  # fmt: skip
+    b.op("aten::add", [[2**26], [2**26], []], [BF16, BF16, "Scalar"], ts=1590.0, dur=5.0,
+         kernel="void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>(int)",
+         k_ts=1600.0, k_dur=200.0)  # fmt: skip
+    return b.trace()
+
+
+#: (rank, GEMM end, all-reduce start, all-reduce end) in us: rank 2 computes longest and waits least
+RANKS = ((0, 500.0, 600.0, 1000.0), (1, 700.0, 700.0, 1000.0), (2, 900.0, 900.0, 1050.0))
+
+
+def rank_trace(rank: int, gemm_end: float, comm_start: float, comm_end: float) -> dict:
+    """One rank of a 3-rank data-parallel step on H100s: a bf16 GEMM from 0, an all-reduce after it."""
+    b = Builder(gpu=H100)
+    b.op(*gemm(4096, 4096, 4096), ts=-10.0, dur=5.0, kernel="sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n",
+         k_ts=0.0, k_dur=gemm_end)  # fmt: skip
+    b.op("record_param_comms", [], [], ts=-4.0, dur=5.0, kernel="ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+         k_ts=comm_start, k_dur=comm_end - comm_start, stream=20,
+         args={"Collective name": "allreduce", "In msg nelems": 2**22, "dtype": "BFloat16", "Group size": 3})  # fmt: skip
+    trace = b.trace()
+    trace["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": len(RANKS)}
+    return trace
+
+
+def synthetic_traces() -> dict:
+    """Every synthetic trace stored under tests/traces/, by its path there."""
+    out = {"synthetic/zero_length_h100.json": zero_length_trace(), "synthetic/amd_mi300x_gfx942.json": amd_trace()}
+    for rank, *times in RANKS:
+        out[f"synthetic/ranks/rank{rank}.json"] = rank_trace(rank, *times)
+    return out

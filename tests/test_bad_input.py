@@ -20,11 +20,13 @@ is neither callable from :data:`VALID` nor listed there fails :func:`test_every_
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import inspect
 import math
 import signal
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -245,6 +247,10 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "rl.training_state_bytes": {"model": lambda: _config()},
     "rl.activation_bytes_per_layer": {"micro_batch": 1},
     "rl.compare_run": {"run": lambda: rl.published_runs()[0]},
+    # the piles through a GPU trace, and a folder of ranks: the repository's synthetic traces
+    "diagnosis_report.piles_over_time": {"trace": lambda: _gpu_trace(), "diagnosis": lambda: _gpu_diagnosis()},
+    "diagnosis_report.plot_piles": {"trace": lambda: _gpu_trace(), "diagnosis": lambda: _gpu_diagnosis()},
+    "diagnosis_report.plot_ranks": {"summary": lambda: _rank_summary()},
 }
 
 #: Public names that are not called here, and why. Classes are data holders the library builds
@@ -257,7 +263,7 @@ NOT_CALLED: dict[str, str] = {
     "triage.place_rows": "takes a trace's rows (trace_rows.read_trace); tested in test_triage",
     "triage.idle_seconds": "takes a Trace (trace_rows.read_trace); tested in test_triage",
     "triage.roof_for": "takes one of a trace's rows; tested in test_triage",
-    "trace_rows.as_trace": "takes a profile or its events, as read_trace does; tested in test_trace_rows",
+    "diagnose.as_trace": "takes a profile or its events, as read_trace does; tested in test_trace_rows",
     "trace_rows.merge_rows": "takes a trace's rows; tested in test_trace_rows",
     "profile_live.export_profile": "takes a torch profile; tested in test_profile_live",
     "diagnosis_report.evidence_lines": "takes a Diagnosis; tested in test_diagnosis_report",
@@ -371,6 +377,32 @@ def _config():
 
 def _server():
     return rl.serving_server(_config(), "H100")
+
+
+SYNTHETIC = Path(__file__).resolve().parent / "traces" / "synthetic"
+
+
+@functools.cache
+def _gpu_trace():
+    """The synthetic H100 trace with zero-length kernels (tests/traces/synthetic), read once."""
+    from roofline_lib.evidence.trace_rows import read_trace
+
+    return read_trace(SYNTHETIC / "zero_length_h100.json")
+
+
+@functools.cache
+def _gpu_diagnosis():
+    from roofline_lib.evidence.diagnose import diagnose
+
+    return diagnose(_gpu_trace())
+
+
+@functools.cache
+def _rank_summary():
+    """The synthetic folder of three rank traces, diagnosed once."""
+    from roofline_lib.evidence.trace_ranks import diagnose_ranks
+
+    return diagnose_ranks(SYNTHETIC / "ranks")
 
 
 def _ceilings():

@@ -57,12 +57,29 @@ def test_bf16_work_above_an_fp32_roof_is_pointed_to_a_bf16_roof_before_the_cache
     assert "dtypes are bf16 but the roof is fp32's" in fast and fast.index("bf16") < fast.index("cache")
 
 
-def test_a_fp32_gemm_faster_than_its_roof_on_a_gpu_first_suggests_tf32():
-    # 134 MFLOP in 2 us = 67 TFLOP/s, over the A100's 19.5 TFLOP/s fp32 roof: say TF32 before the cache
+def test_a_fp32_gemm_faster_than_its_datasheet_roof_is_impossible_and_points_to_tf32():
+    # 134 MFLOP in 2 us = 67 TFLOP/s, 3.4x the A100's 19.5 TFLOP/s fp32 roof: no verdict, say TF32
     row = R.OpStat("aten::mm", 1, 2e-6, 134_217_728, 2_359_296, "matmul", "fp32")
-    d = D.diagnose(R.Trace((row,), "device", 2e-6, 2e-6, gpu="NVIDIA A100-PG509-200"))
-    fast = next(line for line in d.evidence if line.startswith("faster than the roof"))
-    assert fast.index("TF32") < fast.index("cache") and "precision='tf32'" in fast
+    trace = R.Trace((row,), "device", 2e-6, 2e-6, gpu="NVIDIA A100-PG509-200")
+    d = D.diagnose(trace)
+    assert d.placed == ("unclassified",) and d.regime == "unclassified"
+    line = next(x for x in d.evidence if x.startswith("impossible: aten::mm x1 at 3.4x the A100 40GB SXM fp32 roof"))
+    assert "timing or counting error" in line and "precision='tf32'" in line
+    assert not any(x.startswith("faster than the roof") for x in d.evidence)  # not kept as a verdict
+    # read under TF32 (156 TFLOP/s) the same row is plausible, and placed: 56.9 FLOP/B < ridge 100.3
+    assert D.diagnose(trace, precision="tf32").placed == ("memory",)
+
+
+def test_a_bf16_gemm_at_2_2x_the_dense_peak_is_impossible_never_compute_bound():
+    # 312e12 * 2.2 FLOP/s for 1 ms on an A100 (bf16 dense peak 312 TFLOP/s): 686 TFLOP in 1 ms
+    row = R.OpStat("aten::mm", 1, 1e-3, 2.2 * 312e12 * 1e-3, 1e6, "matmul", "bf16")
+    d = D.diagnose(R.Trace((row,), "device", 1e-3, 1e-3, gpu="NVIDIA A100-SXM4-80GB"))
+    assert d.shares["compute"] == 0.0 and d.shares["unclassified"] == 1.0
+    assert any(x.startswith("impossible: aten::mm x1 at 2.2x the A100 80GB SXM bf16 roof") for x in d.evidence)
+    assert any("faster than its roof: impossible" in x for x in d.evidence if x.startswith("unclassified"))
+    # a roof measured here may be beaten (cache): the same row under a hand roof is kept and noted
+    kept = D.diagnose([row], roof=rl.Roof(312e12, 2e12, "a roof measured elsewhere"))
+    assert kept.regime == "compute" and any(x.startswith("faster than the roof") for x in kept.evidence)
 
 
 def test_the_communication_line_asks_for_the_link_and_names_the_ranks():

@@ -111,6 +111,38 @@ def test_profiling_cpu_work_never_waits_on_the_gpu(monkeypatch):
             diagnose.profile_run(lambda: None)
 
 
+def test_a_profile_on_the_fake_gpu_holds_cpu_ops_only_and_meets_only_a_cpu_roof():
+    # What chapter 6's live profiling cell reads on the fake: CUDA activity was asked for, no kernel
+    # was recorded, and the model asked for on "cuda" stayed on the CPU, so the ops ran on the host.
+    # A GPU's datasheet roof is refused for such a profile; the CPU's roof gives the verdict.
+    from roofline_lib import tiny_model
+
+    with fake_cuda.patched():
+        model = tiny_model.tiny_decoder(device="cuda")
+        tokens = tiny_model.random_tokens(batch=1, device="cuda")
+        run = diagnose.profile_run(lambda: model(tokens).sum().backward(), device="cuda", warmup=1, calls=1)
+        on_host = next(model.parameters()).device.type == "cpu"
+    assert diagnose.as_trace(run).timeline == "cpu" and on_host
+    with pytest.raises(ValueError, match=r"CPU ops only, so a GPU's roof \(H200 SXM\) does not bound it"):
+        diagnose.diagnose(run, roof=gpu("h200"))
+    verdict = diagnose.diagnose(run, roof=fake_cpu_roofs(), fixed_cost_seconds=diagnose.measure_fixed_cost())
+    assert verdict.timeline == "cpu" and verdict.roof_label.startswith("measured on a test CPU")
+    assert verdict.shares["compute"] + verdict.shares["memory"] > 0  # counted work, placed under the CPU roof
+
+
+def fake_cpu_roofs():
+    """Roofs of a CPU far above anything the tiny decoder reaches here (1 TB/s, 100 TFLOP/s fp32)."""
+    return measured_roofs.MeasuredCeilings(
+        bytes_per_s=1e12,
+        flops_per_s=1e14,
+        device_name="a test CPU",
+        precision="fp32",
+        n_threads=1,
+        date="2026-01-01T00:00:00+00:00",
+        torch_version=torch.__version__,
+    )
+
+
 # All an exercise or its solution may import. Neither imports torch, so no cell of theirs can
 # reach a GPU (every GPU path in the course goes through torch.cuda, which the fake replaces).
 EXERCISE_IMPORTS = {"math", "roofline_lib.observer"}

@@ -16,7 +16,6 @@ from kineto_events import A100_40, BF16, MM, Builder, gemm, simple_trace
 
 import roofline_lib as rl
 from roofline_lib import diagnose as D
-from roofline_lib import playbook as P
 from roofline_lib import trace_rows as R
 
 
@@ -142,13 +141,24 @@ def test_the_2022_categories_are_read():
     assert [r.name for r in d.rows] == ["aten::mm"] and d.regime == "compute"
 
 
-def test_a_compiled_region_is_unclassified_with_that_reason():
+def test_a_compiled_region_s_triton_kernels_are_placed_by_name_with_the_reason():
+    # torch.compile's kernels run inside CompiledFunctionBackward, whose counts are not in the trace:
+    # a triton_poi_ (pointwise) kernel is memory by its name, a triton_tem_ (GEMM template) compute
     b = Builder()
     b.op("CompiledFunctionBackward", [], [], ts=0.0, dur=20.0, kernel="triton_poi_fused_0", k_ts=30.0, k_dur=10.0)
+    b.op("CompiledFunction", [], [], ts=50.0, dur=20.0, kernel="triton_tem_fused_mm_1", k_ts=60.0, k_dur=30.0)
     d = D.diagnose(b.trace())
-    assert d.regime == "unclassified"
-    assert "compiled region: counts are inside CompiledFunctionBackward" in d.evidence[-1]
-    assert d.remedy == P.REMEDIES["unclassified-recorded"]  # not "record shapes": they were recorded
+    # window 30..90 = 60 us: 10 us memory, 30 us compute, 20 us idle
+    assert d.shares["memory"] == pytest.approx(10 / 60) and d.shares["compute"] == pytest.approx(30 / 60)
+    assert d.placed_by == ("name", "name") and d.by_name_share("compute") == pytest.approx(0.5)
+    assert [r.note for r in d.rows] == [
+        "compiled region: counts are inside CompiledFunctionBackward (profile without torch.compile to count them)",
+        "compiled region: counts are inside CompiledFunction (profile without torch.compile to count them)",
+    ]
+    line = next(x for x in d.evidence if x.startswith("placed by kernel name only"))
+    assert "compute 50% (GEMM template 50%: triton_tem_fused_mm_1 x1)" in line
+    assert "memory 17% (fused element-wise 17%: triton_poi_fused_0 x1)" in line
+    assert str(d).startswith("mixed: compute 50%, memory 17%, overhead 33%")
 
 
 def test_an_op_without_a_formula_is_unclassified_naming_the_op():

@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..core.checks import _positive
-from ..core.hardware import _gpu, _precision_key
+from ..core.hardware import GPUSpec, _gpu, _precision_key
 from ..core.roofline import PLAUSIBILITY_TOLERANCE, check_plausible
 from ..core.roofline import roof as _as_roof
 
@@ -43,6 +43,7 @@ from .diagnosis_report import evidence_lines, no_majority_line, plot_triage
 from .playbook import MAJORITY, PILES, REMEDIES, TRIAGE_RULES, VERDICTS, Rule, remedy, verdict
 from .profile_live import ProfiledRun, measure_fixed_cost, profile_run, quiet_profiler_log
 from .recorded_ops import count_op
+from .trace_ranks import RankSummary, diagnose_ranks  # noqa: F401 -- a folder of ranks, reached as diagnose.<name>
 from .trace_rows import OpStat, Trace, as_trace, read_trace
 from .triage import idle_seconds, place_rows
 
@@ -58,6 +59,7 @@ __all__ = [
     "Diagnosis",
     "count_op",
     "read_trace",
+    "as_trace",
     "ProfiledRun",
     "profile_run",
     "quiet_profiler_log",
@@ -77,6 +79,9 @@ class Diagnosis:
     ``rows`` holds every row and ``placed`` the pile each row's work time went to, in order.
     ``roof_label`` names the roof (or roofs) used; ``precisions`` the share of the placed work
     (compute and memory) in each precision. ``remedy`` is the playbook's next step for this verdict.
+    ``placed_by`` says, for each row, whether its pile came from its counts ("shape"), from its
+    kernels' names only ("name"), or neither (""); ``impossible`` names the rows that ran faster than
+    their datasheet roof (a timing or counting error, left unclassified).
     """
 
     regime: str
@@ -90,12 +95,21 @@ class Diagnosis:
     placed: tuple[str, ...]
     remedy: str
     precisions: Mapping[str, float] = field(default_factory=dict)
+    placed_by: tuple[str, ...] = ()
+    impossible: tuple[str, ...] = ()
+
+    def by_name_share(self, pile: str) -> float:
+        """The share of the time placed in ``pile`` by kernel names only (no counts)."""
+        named = sum(r.seconds for r, p, b in zip(self.rows, self.placed, self.placed_by) if p == pile and b == "name")
+        return named / self.total_seconds if self.total_seconds else 0.0
 
     def __str__(self) -> str:
         if self.regime == "mixed":
             head = "mixed: " + ", ".join(f"{p} {self.shares[p]:.0%}" for p in PILES if self.shares[p] >= 0.005)
         else:
             head = f"{self.regime}-bound ({self.shares[self.regime]:.0%} of the time)"
+            if self.by_name_share(self.regime) >= 0.005:
+                head = head[:-1] + f"; {self.by_name_share(self.regime):.0%} placed by kernel name only)"
             if self.regime == "unclassified":
                 head = f"unclassified ({self.shares[self.regime]:.0%} of the time could not be counted)"
         return "\n".join([head, *(f"  - {line}" for line in self.evidence), f"  next: {self.remedy}"])
@@ -115,6 +129,25 @@ def _check_args(profile, wall_seconds, fixed_cost_seconds, precision):
     if precision is not None and not isinstance(precision, str):
         raise TypeError(f"precision must be a precision name such as 'bf16', got {precision!r}")
     return wall, fixed
+
+
+def _check_cpu_roof(trace: Trace, roof) -> None:
+    """Step: a trace of CPU work alone is diagnosed only against a CPU's roof, given on purpose: never
+    under a GPU's datasheet roof, never without a roof."""
+    if trace.timeline != "cpu":
+        return
+    what = trace.notes[0] if trace.notes else "this profile holds CPU ops only"
+    if roof is None:
+        raise ValueError(
+            f"{what}. Diagnosing it as CPU work needs this machine's roof: pass "
+            "roof=measured_roofs.measure_ceilings(device='cpu') (or a Roof of the CPU it ran on)"
+        )
+    if isinstance(roof, (str, GPUSpec)):
+        raise ValueError(
+            f"{what}, so a GPU's roof ({roof if isinstance(roof, str) else roof.name}) does not bound it: pass the "
+            "CPU's roof (roof=measured_roofs.measure_ceilings(device='cpu')), or a trace recorded with "
+            "ProfilerActivity.CUDA"
+        )
 
 
 def _work_seconds(trace: Trace) -> float:
@@ -153,6 +186,7 @@ def diagnose(
     """
     wall, fixed = _check_args(profile, wall_seconds, fixed_cost_seconds, precision)
     trace = as_trace(profile)
+    _check_cpu_roof(trace, roof)
     rows = trace.rows
     op_seconds = _work_seconds(trace)
     fixed = 0.0 if trace.timeline == "device" else (fixed or 0.0)  # a kernel's time is work
@@ -177,7 +211,16 @@ def diagnose(
         placed=tuple(out.placed),
         remedy=remedy(regime, top, rows, out.placed, trace),
         precisions=MappingProxyType(precisions),
+        placed_by=tuple(_placed_by(r, p) for r, p in zip(rows, out.placed)),
+        impossible=tuple(r.name for r, _, _ in out.impossible),
     )
+
+
+def _placed_by(row: OpStat, pile: str) -> str:
+    """What placed a row in its pile: its counts ("shape"), its kernels' names ("name"), or neither."""
+    if pile in ("compute", "memory"):
+        return "name" if row.named and not row.counted else "shape"
+    return ""
 
 
 # --------------------------------------------------------------------------- MFU measured here

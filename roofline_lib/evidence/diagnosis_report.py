@@ -13,13 +13,23 @@ from ..core.formatting import seconds as _fmt_seconds
 from ..core.formatting import to_unit
 from ..core.roofline import Roof
 from .playbook import MAJORITY, RULES_BY_KEY, TRIAGE_RULES
+from .trace_ranks import RankSummary
 from .trace_rows import NO_SHAPES, Trace
 from .triage import Placement
 
 if TYPE_CHECKING:
     from .diagnose import Diagnosis
 
-__all__ = ["plot_triage", "evidence_lines", "no_majority_line", "roof_and_precision", "communication_lines"]
+__all__ = [
+    "plot_triage",
+    "plot_piles",
+    "plot_ranks",
+    "piles_over_time",
+    "evidence_lines",
+    "no_majority_line",
+    "roof_and_precision",
+    "communication_lines",
+]
 
 
 def _names(rows, limit: int = 3, with_intensity: bool = False) -> str:
@@ -52,9 +62,11 @@ def evidence_lines(
     communication = communication_lines(rows, out.placed, shares, trace, link)
     total = sum(out.piles.values())
     lines = [_header_line(rows, total, trace, roof_label), *trace.notes, *precision_lines]
-    lines += _work_lines(rows, out.placed, shares) + communication
+    lines += _work_lines(rows, out.placed, shares, total) + _by_name_lines(rows, out.placed, total) + communication
     lines += _overhead_lines(out, rows, shares, total, trace, fixed)
-    lines += _unclassified_lines(rows, out.placed, shares, trace)
+    lines += _unclassified_lines(rows, out.placed, shares, trace, out.impossible)
+    if out.impossible:
+        lines.append(_impossible_line(out.impossible, total, trace))
     if out.fast_rows:
         lines.append(_faster_than_roof(out.fast_rows, trace, getattr(roof, "precision", None) or precision))
     return roof_label, precisions, lines
@@ -75,17 +87,40 @@ def _header_line(rows, total: float, trace: Trace, roof_label: str) -> str:
     return f"{_fmt_seconds(total)} read from {clock}, {n_calls:,} calls of {len(rows)} ops; roof: {roof_label}"
 
 
-def _work_lines(rows, placed, shares) -> list[str]:
-    """The memory- and compute-bound piles, with their largest ops and intensities."""
+def _work_lines(rows, placed, shares, total: float) -> list[str]:
+    """The memory- and compute-bound piles, with their largest ops and intensities (the rows placed
+    by shape; :func:`_by_name_lines` tells the rest)."""
     lines = []
     for pile in ("memory", "compute"):
-        members = _members(rows, placed, pile)
+        members = [r for r in _members(rows, placed, pile) if not r.named]
+        by_name = sum(r.seconds for r in _members(rows, placed, pile) if r.named) / total
         if members:
             lines.append(
                 f"{pile}-bound work, intensity {'below' if pile == 'memory' else 'at or above'} the "
-                f"ridge: {shares[pile]:.0%} ({_names(members, with_intensity=True)})"
+                f"ridge: {shares[pile] - by_name:.0%} "
+                f"({_names(members, with_intensity=True)})"
             )
     return lines
+
+
+def _by_name_lines(rows, placed, total: float) -> list[str]:
+    """The rows placed by their kernels' names only (no counts): how much of each pile, by what."""
+    named = [(r, p) for r, p in zip(rows, placed) if r.named and p == r.named]
+    if not named:
+        return []
+    parts = []
+    for pile in ("compute", "memory"):
+        members = [r for r, p in named if p == pile]
+        if members:
+            by_what: dict[str, float] = {}
+            for r in members:
+                by_what[r.family] = by_what.get(r.family, 0.0) + r.seconds
+            what = ", ".join(f"{w} {v / total:.0%}" for w, v in sorted(by_what.items(), key=lambda i: -i[1])[:4])
+            parts.append(f"{pile} {sum(r.seconds for r in members) / total:.0%} ({what}: {_names(members)})")
+    return [
+        "placed by kernel name only, no counts (a GEMM, convolution or attention kernel as compute, an "
+        "element-wise, norm or copy kernel as memory; the roofline did not check them): " + "; ".join(parts)
+    ]
 
 
 def _overhead_lines(out: Placement, rows, shares, total: float, trace: Trace, fixed: float) -> list[str]:
@@ -107,13 +142,16 @@ def _overhead_lines(out: Placement, rows, shares, total: float, trace: Trace, fi
     return [f"overhead: {shares['overhead']:.0%}" + (f" ({'; '.join(parts)})" if parts else "")]
 
 
-def _unclassified_lines(rows, placed, shares, trace: Trace) -> list[str]:
+def _unclassified_lines(rows, placed, shares, trace: Trace, impossible=()) -> list[str]:
     """The unclassified pile and why its ops have no counts, the reasons with the most time first."""
     unclassified = _members(rows, placed, "unclassified")
     if not unclassified:
         return []
+    ruled_out = {id(r) for r, _, _ in impossible}
+    notes = {id(r): ("faster than its roof: impossible" if id(r) in ruled_out else r.note) for r in unclassified}
     why = sorted(
-        {r.note for r in unclassified if r.note}, key=lambda n: -sum(r.seconds for r in unclassified if r.note == n)
+        {n for n in notes.values() if n},
+        key=lambda n: -sum(r.seconds for r in unclassified if notes[id(r)] == n),
     )
     line = f"unclassified: {shares['unclassified']:.0%} ({_names(unclassified)})"
     if not trace.has_shapes:
@@ -217,6 +255,22 @@ def _priced(collective, comms) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _impossible_line(impossible, total: float, trace: Trace) -> str:
+    """The rows faster than a datasheet roof: how far above it each ran, and why that is an error."""
+    worst = sorted(impossible, key=lambda i: -i[2])
+    parts = [f"{r.name} x{r.calls} at {times:.2g}x the {ro.label} roof" for r, ro, times in worst[:3]]
+    more = f" and {len(worst) - 3} more" if len(worst) > 3 else ""
+    share = sum(r.seconds for r, _, _ in impossible) / total
+    line = (
+        f"impossible: {', '.join(parts)}{more} -- no kernel beats its datasheet roof, so this is a timing or "
+        "counting error (kernels charged to the wrong op, shapes that are not the ones that ran, a sparse "
+        f"or wrong-precision peak); their {share:.0%} of the time is left unclassified, in no verdict"
+    )
+    if trace.timeline == "device" and any(r.precision == "fp32" and r.family == "matmul" for r, _, _ in impossible):
+        line += "; an fp32 GEMM may have run in TF32 on tensor cores: pass precision='tf32' to read it so"
+    return line
 
 
 def _faster_than_roof(fast_rows, trace: Trace, roof_precision: str | None) -> str:
@@ -323,3 +377,106 @@ def _draw_verdict(ax, diagnosis) -> None:
         fontsize=9.5,
         bbox=dict(boxstyle="round,pad=0.4", fc="#e5f5e0", ec="black"),
     )
+
+
+# --------------------------------------------------------------------------- the piles over time
+
+
+def _check_trace_and_diagnosis(trace, diagnosis) -> None:
+    """A Trace and the Diagnosis made from it (one pile per row), or TypeError/ValueError naming which."""
+    from .diagnose import Diagnosis  # the diagnosis imports this module: its class is looked up at call time
+
+    if not isinstance(trace, Trace):
+        raise TypeError(f"trace must be a Trace (read_trace's result), got {type(trace).__name__} {trace!r}")
+    if not isinstance(diagnosis, Diagnosis):
+        raise TypeError(
+            f"diagnosis must be the Diagnosis diagnose() made from the trace, got {type(diagnosis).__name__} {diagnosis!r}"
+        )
+    if len(diagnosis.placed) != len(trace.rows):
+        raise ValueError(
+            f"diagnosis places {len(diagnosis.placed)} rows but the trace holds {len(trace.rows)}: "
+            "pass the Diagnosis diagnose() made from this trace"
+        )
+
+
+def piles_over_time(trace: Trace, diagnosis: Diagnosis, bins: int = 60) -> tuple[list[float], dict[str, list[float]]]:
+    """The piles through a GPU trace's kernel window: ``bins`` equal slices of it, and each pile's
+    seconds in each slice. A kernel's exposed time is spread evenly over its run, into the pile its
+    row was placed in; what no kernel covers is idle, in the overhead pile. Returns the slices'
+    left edges (seconds from the window's start) and the seconds by pile.
+    """
+    _check_trace_and_diagnosis(trace, diagnosis)
+    if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
+        raise ValueError(f"bins must be a positive whole number of time slices, got {bins!r}")
+    if trace.timeline != "device" or not trace.kernel_spans:
+        raise ValueError(
+            f"trace must hold a GPU's kernels for the piles over time (a trace with 'kernel' events, read by "
+            f"read_trace), got a {trace.timeline!r} trace with {len(trace.kernel_spans)} kernel spans"
+        )
+    start = trace.kernel_spans[0][0]
+    end = max(s[1] for s in trace.kernel_spans)
+    width = (end - start) / bins or 1.0
+    piles = {p: [0.0] * bins for p in _PILE_COLORS}
+    for a, b, exposed, row in trace.kernel_spans:
+        if b <= a or exposed <= 0:
+            continue
+        pile = diagnosis.placed[row]
+        density = exposed / (b - a)  # its exposed share, spread evenly over its run
+        first, last = int((a - start) / width), min(int((b - start) / width), bins - 1)
+        for i in range(first, last + 1):
+            lo, hi = start + i * width, start + (i + 1) * width
+            piles[pile][i] += density * max(0.0, min(b, hi) - max(a, lo))
+    for i in range(bins):
+        piles["overhead"][i] += max(0.0, width - sum(piles[p][i] for p in piles))  # idle
+    return [i * width for i in range(bins)], piles
+
+
+def plot_piles(trace: Trace, diagnosis: Diagnosis, bins: int = 60):
+    """The piles through the kernel window as stacked bars (matplotlib); returns the figure."""
+    from matplotlib.figure import Figure
+
+    edges, piles = piles_over_time(trace, diagnosis, bins)
+    width = edges[1] - edges[0] if len(edges) > 1 else max(sum(piles[p][0] for p in piles), 1e-9)
+    fig = Figure(figsize=(9, 3.6))
+    ax = fig.add_subplot()
+    bottom = [0.0] * len(edges)
+    scale, unit = (1e3, "ms") if edges[-1] + width < 1.0 else (1.0, "s")
+    for pile, color in _PILE_COLORS.items():
+        share = [v / width for v in piles[pile]]
+        ax.bar([e * scale for e in edges], share, width=width * scale, bottom=bottom, color=color, align="edge",
+               label=f"{pile} {diagnosis.shares[pile]:.0%}")  # fmt: skip
+        bottom = [b + s for b, s in zip(bottom, share)]
+    ax.set_xlabel(f"time in the kernel window ({unit})")
+    ax.set_ylabel("share of each slice")
+    ax.set_ylim(0, 1.0)
+    ax.set_title(
+        f"{diagnosis.regime}: the piles through the trace ({diagnosis.roof_label.split(' (')[0]})", fontsize=10
+    )
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_ranks(summary):
+    """Each rank's piles as a stacked bar (matplotlib), the straggler marked; returns the figure."""
+    from matplotlib.figure import Figure
+
+    if not isinstance(summary, RankSummary):
+        raise TypeError(
+            "summary must be the RankSummary diagnose_ranks() made from a folder of rank traces, "
+            f"got {type(summary).__name__} {summary!r}"
+        )
+
+    fig = Figure(figsize=(max(4.0, 0.6 * len(summary.ranks) + 3), 3.6))
+    ax = fig.add_subplot()
+    names = [f"rank {r.rank}" + (" *" if r.rank == summary.straggler else "") for r in summary.ranks]
+    bottom = [0.0] * len(names)
+    for pile, color in _PILE_COLORS.items():
+        per_step = [r.pile_seconds(pile) / max(r.steps, 1) * 1e3 for r in summary.ranks]
+        ax.bar(names, per_step, bottom=bottom, color=color, label=pile)
+        bottom = [b + v for b, v in zip(bottom, per_step)]
+    ax.set_ylabel("ms per step")
+    ax.set_title("the piles of each rank (* the rank the others wait for)", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -11,12 +11,18 @@ decision tree, :func:`roofline_lib.evidence.diagnosis_report.plot_triage`):
    computation kernel overlaps;
 3. on a CPU, the measured fixed cost of each op call (``measure_fixed_cost``) is **overhead**;
    a GPU kernel's time never is: its launch cost shows up as idle gaps, not inside the kernel;
-4. an op whose FLOPs or minimum bytes cannot be counted is **unclassified** -- never guessed
-   from its name -- with the reason (no formula for the op, a torch.compile region, no shapes);
+4. an op whose FLOPs or minimum bytes cannot be counted is **unclassified**, with the reason (no
+   formula for the op, a torch.compile region, no shapes) -- unless it is a GPU kernel whose name
+   says what it does (:mod:`roofline_lib.evidence.kernel_names`): a GEMM, convolution or attention
+   kernel is then placed as compute, an element-wise, norm or copy kernel as memory, *by name
+   only*, and the evidence says which rows were placed so. A count always wins over a name;
 5. an op that does no arithmetic and moves no data (a view, an allocation, a composite op's own
    dispatch time outside the ops it calls) is **overhead**;
 6. otherwise the op's intensity (FLOP per minimum byte) against the ridge of the roof in use
    decides: below it **memory**, at or above it **compute**.
+
+A counted op faster than its datasheet roof is impossible (a timing or counting error): it is left
+**unclassified** and named, never given a verdict (:mod:`roofline_lib.evidence.triage`).
 
 The verdict is the pile that holds more than half of the time, or **mixed** when none does
 (:data:`MAJORITY`). The remedy follows the verdict and the kind of op that dominates it.
@@ -69,9 +75,19 @@ TRIAGE_RULES = (
     Rule("idle", "device idle?\n(gap between kernels; CPU\nwall time outside every op)", "overhead", "comm"),
     Rule("comm", "a collective?\n(NCCL/RCCL kernel, time\nno computation hides)", "communication", "fixed"),
     Rule("fixed", "fixed cost of a call?\n(CPU: the measured cost\nof an empty op, per call)", "overhead", "counted"),
-    Rule("counted", "FLOPs and minimum bytes\nknown? (shapes, dtypes)", "work", "unclassified"),
+    Rule(
+        "counted",
+        "FLOPs and minimum bytes\nknown? (shapes, dtypes; or\na kernel named by what it does)",
+        "work",
+        "unclassified",
+    ),
     Rule("work", "does any arithmetic or\nmoves any data?", "ridge", "overhead"),
-    Rule("ridge", "intensity below the ridge\nof the roof in use?", "memory", "compute"),
+    Rule(
+        "ridge",
+        "intensity below the ridge\nof the roof in use? (by name:\nGEMM/conv/attention no, element-wise yes)",
+        "memory",
+        "compute",
+    ),
 )
 #: The rules by key: where an answer leads next.
 RULES_BY_KEY = MappingProxyType({r.key: r for r in TRIAGE_RULES})

@@ -6,7 +6,10 @@ or hand-made rows. On a CPU each op call is a row of its own self time; on a GPU
 charged its exposed time in the merged kernel window and takes the counts of the innermost
 enclosing op that has them. FLOPs and minimum bytes come from each op's recorded input shapes and
 dtypes (:func:`roofline_lib.evidence.recorded_ops.count_op`): every input read once and every
-output written once.
+output written once. A kernel no count reaches (no shapes, no formula, a compiled region, no op
+tied to it) is a row of its own name, placed *by name only* where the name says what it does
+(:mod:`roofline_lib.evidence.kernel_names`); the GPU a trace names is found in the registry by
+:mod:`roofline_lib.evidence.trace_devices`.
 
 Times are SI seconds here (the traces hold microseconds; they are converted on the way in).
 """
@@ -22,7 +25,7 @@ from typing import Mapping
 
 from ..core.checks import _positive, _positive_int
 from ..core.formatting import from_unit
-from . import traces
+from . import kernel_names, traces
 from .profile_live import ProfiledRun, export_profile
 from .recorded_ops import count_op
 
@@ -40,6 +43,8 @@ class OpStat:
     the precision its roof is read in; ``note`` why the counts are missing. ``kernel_seconds`` is
     the kernels' own run time when it differs from ``seconds`` (a GPU kernel overlapping others is
     charged only its exposed share of the window): rates are checked against the roof with it.
+    ``named`` is "compute" or "memory" for a row without counts whose kernels' names say what they
+    do (:mod:`roofline_lib.evidence.kernel_names`): it is placed *by name only*; "" otherwise.
     """
 
     name: str
@@ -51,6 +56,7 @@ class OpStat:
     precision: str | None = None
     note: str = ""
     kernel_seconds: float | None = None
+    named: str = ""
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.strip():
@@ -59,6 +65,10 @@ class OpStat:
         object.__setattr__(
             self, "seconds", _positive(self.seconds, f"seconds of {self.name}", "seconds", allow_zero=True)
         )
+        if self.named not in ("", "compute", "memory"):
+            raise ValueError(
+                f"named must be '', 'compute' or 'memory' (the pile a kernel's name says), got {self.named!r}"
+            )
         for attr, unit in (("flops", "FLOP"), ("bytes_moved", "bytes"), ("kernel_seconds", "seconds")):
             value = getattr(self, attr)
             if value is not None:
@@ -86,7 +96,11 @@ class Trace:
     ``has_shapes`` says whether shapes were recorded. ``notes`` say how the trace was read;
     ``collectives`` hold ``(kernel, collective, message_bytes, kernel_seconds, group_size)`` for
     each collective kernel (None where the trace does not say); ``distributed`` is the trace's
-    ``distributedInfo`` (backend, rank, world size).
+    ``distributedInfo`` (backend, rank, world size); ``device`` the ``deviceProperties`` entry of
+    the GPU named (its compute units and capability tell AMD parts and dies apart); ``steps`` the
+    number of complete ProfilerSteps read (None when the kernels were read without steps);
+    ``kernel_spans`` each kernel's ``(start, end, exposed_seconds, row_index)`` on the trace's clock
+    (seconds), in time order, for a picture of the piles over time.
     """
 
     rows: tuple[OpStat, ...]
@@ -98,13 +112,17 @@ class Trace:
     notes: tuple[str, ...] = ()
     collectives: tuple[tuple, ...] = ()
     distributed: Mapping = field(default_factory=dict)
+    device: Mapping = field(default_factory=dict)
+    steps: int | None = None
+    kernel_spans: tuple = ()
 
 
 def merge_rows(rows) -> tuple[OpStat, ...]:
-    """Rows of one op, family, precision and countedness summed into one row (their calls, seconds and counts)."""
+    """Rows of one op, family, precision, countedness and name class summed into one row (their
+    calls, seconds and counts)."""
     merged: dict[tuple, dict] = {}
     for r in rows:
-        key = (r.name, r.family, r.precision, r.counted)
+        key = _merge_key(r)
         m = merged.setdefault(
             key, {"calls": 0, "seconds": 0.0, "flops": 0.0, "bytes": 0.0, "note": r.note, "own": None}
         )
@@ -126,8 +144,9 @@ def merge_rows(rows) -> tuple[OpStat, ...]:
             precision,
             m["note"],
             m["own"],
+            named,
         )
-        for (name, family, precision, counted), m in merged.items()
+        for (name, family, precision, counted, named), m in merged.items()
     )
 
 
@@ -286,10 +305,8 @@ def _collective(kernel, op) -> tuple[str | None, int | None]:
 
 
 def _short(kernel_name: str) -> str:
-    """A kernel's name without its return type, template and parameter lists."""
-    name = kernel_name.split("(")[0].split("<")[0].strip()
-    name = name[5:] if name.startswith("void ") else name
-    return name.strip() or "kernel"
+    """A kernel's name for a row (:func:`roofline_lib.evidence.kernel_names.short_name`)."""
+    return kernel_names.short_name(kernel_name)
 
 
 def _copy_row(kernel, exposed) -> OpStat:
@@ -321,54 +338,103 @@ def _collective_row(tie, exposed) -> tuple[OpStat, tuple]:
 
 
 def _op_row(op, kernels, exposed, counts) -> OpStat:
-    """The kernels of one op call as one row: their exposed time and the op's count (TF32 when the
-    kernel names say fp32 tensors ran on tensor cores)."""
+    """The kernels of one counted op call as one row: their exposed time and the op's count (TF32
+    when the kernel names say fp32 tensors ran on tensor cores)."""
     seconds = from_unit(sum(exposed[id(k)] for k in kernels), "us")
     own = from_unit(sum(float(k["dur"]) for k in kernels), "us")
-    if op is None:
-        name = _short(str(kernels[0].get("name", "")))
-        return OpStat(name, len(kernels), seconds, note="kernel not tied to any recorded op", kernel_seconds=own)
-    name, c = str(op.get("name")), counts.get(id(op))
-    if c is None:
-        return OpStat(name, 1, seconds, note=_why_uncounted(op), kernel_seconds=own)
-    flops, moved, family, precision = c
+    flops, moved, family, precision = counts[id(op)]
     if precision == "fp32" and any(traces.runs_tf32(str(k.get("name", ""))) for k in kernels):
         precision = "tf32"  # fp32 tensors on tensor cores: the kernel names say TF32
-    return OpStat(name, 1, seconds, flops, moved, family, precision, kernel_seconds=own)
+    return OpStat(str(op.get("name")), 1, seconds, flops, moved, family, precision, kernel_seconds=own)
 
 
-def _kernel_rows(kept, exposed, parent, counts) -> tuple[list[OpStat], list[tuple]]:
-    """Step: rows from the kernels. Kernels of one op call make one row (their exposed time, one count);
-    copies and collectives are rows of their own. Returns (rows, collectives)."""
-    groups: dict[int, list] = {}
-    owner: dict[int, dict | None] = {}
-    rows, collectives = [], []
+def _named_row(op, kernels, exposed, named: kernel_names.KernelName) -> OpStat:
+    """Kernels with no count and one name class as one row. A kernel whose name says what it does is
+    a row of its own name, placed by name only (its op, if any, in the note); any other stays a row
+    of its op call (or its own name when untied), unclassified with the reason it has no count."""
+    seconds = from_unit(sum(exposed[id(k)] for k in kernels), "us")
+    own = from_unit(sum(float(k["dur"]) for k in kernels), "us")
+    why = _why_uncounted(op) if op is not None else "kernel not tied to any recorded op"
+    if named.kind in ("compute", "memory"):
+        where = f" (launched by {op.get('name')})" if op is not None and str(op.get("name")) not in why else ""
+        return OpStat(
+            _short(str(kernels[0].get("name", ""))),
+            len(kernels),
+            seconds,
+            note=why + where,
+            family=named.what,
+            precision=named.precision,
+            kernel_seconds=own,
+            named=named.kind,
+        )
+    name = str(op.get("name")) if op is not None else _short(str(kernels[0].get("name", "")))
+    calls = 1 if op is not None else len(kernels)
+    return OpStat(name, calls, seconds, note=why, precision=named.precision, kernel_seconds=own)
+
+
+def _kernel_rows(kept, exposed, parent, counts) -> tuple[list[OpStat], list[tuple], list[tuple]]:
+    """Step: rows from the kernels. Kernels of one counted op call make one row (their exposed time,
+    one count); kernels with no count make one row per op call (or kernel name) and kind by name;
+    copies and collectives are rows of their own. Returns (rows, collectives, owners): ``owners``
+    pairs each kernel with the row it went to."""
+    counted: dict[int, tuple[dict, list]] = {}
+    named: dict[tuple, tuple] = {}
+    rows, collectives, owners = [], [], []
     for t in kept:
         kind = traces.kernel_kind(t.kernel)
         if kind == "copy":
             rows.append(_copy_row(t.kernel, exposed))
+            owners.append((t.kernel, rows[-1]))
         elif kind == "communication":
             row, collective = _collective_row(t, exposed)
             rows.append(row)
+            owners.append((t.kernel, row))
             collectives.append(collective)
+        elif (op := _counted_op(t.op, parent, counts)) is not None:
+            counted.setdefault(id(op), (op, []))[1].append(t.kernel)
         else:
-            op = _counted_op(t.op, parent, counts) or t.op
-            key = id(op) if op is not None else id(t.kernel)
-            groups.setdefault(key, []).append(t.kernel)
-            owner[key] = op
-    rows += [_op_row(owner[key], ks, exposed, counts) for key, ks in groups.items()]
-    return rows, collectives
+            by_name = kernel_names.name_kernel(str(t.kernel.get("name", "")), str(t.kernel.get("cat", "")))
+            short = _short(str(t.kernel.get("name", "")))
+            # a kernel named by what it does is a row of its name; any other, of its op call
+            where = short if by_name.kind in ("compute", "memory") or t.op is None else id(t.op)
+            named.setdefault((where, by_name), (t.op, by_name, []))[2].append(t.kernel)
+    for op, ks in counted.values():
+        rows.append(_op_row(op, ks, exposed, counts))
+        owners += [(k, rows[-1]) for k in ks]
+    for op, by_name, ks in named.values():
+        rows.append(_named_row(op, ks, exposed, by_name))
+        owners += [(k, rows[-1]) for k in ks]
+    return rows, collectives, owners
 
 
-def _device_names(meta, kernels) -> str | None:
+def _merge_key(r: OpStat) -> tuple:
+    """What :func:`merge_rows` merges rows by."""
+    return (r.name, r.family, r.precision, r.counted, r.named)
+
+
+def _kernel_spans(owners, exposed, merged) -> tuple[tuple[float, float, float, int], ...]:
+    """Step: each kernel's ``(start, end, exposed)`` in seconds and the index of its merged row."""
+    index = {_merge_key(r): i for i, r in enumerate(merged)}
+    spans = []
+    for k, row in owners:
+        start, end = traces.span(k)
+        spans.append(
+            (from_unit(start, "us"), from_unit(end, "us"), from_unit(exposed[id(k)], "us"), index[_merge_key(row)])
+        )
+    spans.sort()
+    return tuple(spans)
+
+
+def _device_props(meta, kernels) -> Mapping:
+    """The ``deviceProperties`` entry of the device the kernels ran on (the first named, else any)."""
     props = [p for p in meta.get("deviceProperties") or [] if isinstance(p, Mapping) and p.get("name")]
-    used = {(k.get("args") or {}).get("device") for k in kernels}
-    named = [str(p["name"]) for p in props if p.get("id") in used]
-    names = sorted({str(p["name"]) for p in props})
-    return named[0] if named else (names[0] if names else None)
+    used = {traces.device_of(k) for k in kernels}
+    named = [p for p in props if p.get("id") in used]
+    chosen = named[0] if named else (min(props, key=lambda p: str(p["name"])) if props else {})
+    return MappingProxyType(dict(chosen))
 
 
-def read_trace(trace, *, allow_empty: bool = False, whole: bool = False) -> Trace:
+def read_trace(trace, *, allow_empty: bool = False, whole: bool = False, expect_cpu: bool = False) -> Trace:
     """Read a Chrome trace exported by ``torch.profiler`` (a path, or its parsed dict) into a :class:`Trace`.
 
     The reading is :mod:`roofline_lib.evidence.traces`'s, in steps. CPU ops (``cpu_op``, or ``Operator`` in
@@ -379,6 +445,8 @@ def read_trace(trace, *, allow_empty: bool = False, whole: bool = False) -> Trac
     ``ProfilerStep``\\ s are read (``whole=True`` reads every kernel, as HTA does). Shares are taken over
     the merged kernel window of each device: a kernel's time is its exposed time
     (:func:`roofline_lib.evidence.traces.device_timeline`), so overlapping streams are not counted twice.
+    A trace without GPU kernels is read as CPU work, and its notes say so (``expect_cpu=True``, for a
+    profile recorded on the CPU on purpose, leaves that note out).
     """
     events = traces.sort_events(traces.load_trace(trace))
     _refuse_empty(events, allow_empty)
@@ -388,7 +456,7 @@ def read_trace(trace, *, allow_empty: bool = False, whole: bool = False) -> Trac
     counts = _op_counts(cpu)
     if events.kernels:
         return _device_trace(events, parent, counts, has_shapes, whole)
-    return _cpu_trace(events, parent, child_time, counts, has_shapes)
+    return _cpu_trace(events, parent, child_time, counts, has_shapes, expect_cpu)
 
 
 def _refuse_empty(events, allow_empty: bool) -> None:
@@ -410,7 +478,7 @@ def _device_timelines(kept) -> list:
     """Step: one merged kernel window per device, in the order of the devices' ids."""
     by_device: dict = {}
     for t in kept:
-        by_device.setdefault((t.kernel.get("args") or {}).get("device"), []).append(t.kernel)
+        by_device.setdefault(traces.device_of(t.kernel), []).append(t.kernel)
     return [traces.device_timeline(ks, dev) for dev, ks in sorted(by_device.items(), key=lambda i: str(i[0]))]
 
 
@@ -439,22 +507,27 @@ def _device_trace(events, parent, counts, has_shapes: bool, whole: bool) -> Trac
             "no kernel was launched inside the trace's ProfilerSteps: pass whole=True to read every kernel"
         )
     timelines = _device_timelines(kept)
+    device = _device_props(events.meta, [t.kernel for t in kept])
     exposed = {key: v for tl in timelines for key, v in tl.exposed.items()}
-    rows, collectives = _kernel_rows(kept, exposed, parent, counts)
+    rows, collectives, owners = _kernel_rows(kept, exposed, parent, counts)
+    merged = merge_rows(rows)
     return Trace(
-        merge_rows(rows),
+        merged,
         "device",
         from_unit(sum(tl.window for tl in timelines), "us"),
         from_unit(sum(tl.busy for tl in timelines), "us"),
-        _device_names(events.meta, [t.kernel for t in kept]),
+        device.get("name"),
         has_shapes,
         tuple(_device_notes(bounds, len(kept), left_out, len(timelines))),
         tuple(collectives),
         MappingProxyType(dict(events.meta.get("distributedInfo") or {})),
+        device,
+        bounds[2] if bounds is not None else None,
+        _kernel_spans(owners, exposed, merged),
     )
 
 
-def _cpu_trace(events, parent, child_time, counts, has_shapes: bool) -> Trace:
+def _cpu_trace(events, parent, child_time, counts, has_shapes: bool, expect_cpu: bool) -> Trace:
     """Step: a trace of CPU ops alone, read on the host: each op's self time; the window is the
     steps' span (or the ops' own)."""
     cpu = events.cpu_ops
@@ -464,7 +537,21 @@ def _cpu_trace(events, parent, child_time, counts, has_shapes: bool) -> Trace:
     busy = from_unit(_union(spans), "us")
     frame = [traces.span(s) for s in events.steps] or spans
     window = from_unit(max(b for _, b in frame) - min(a for a, _ in frame), "us")
-    return Trace(merge_rows(rows), "cpu", window, busy, None, has_shapes)
+    notes = () if expect_cpu else (_no_kernels_note(events.meta),)
+    return Trace(merge_rows(rows), "cpu", window, busy, None, has_shapes, notes)
+
+
+def _no_kernels_note(meta) -> str:
+    """Step: what a trace without GPU kernels is read as, and why there are none when GPUs were there."""
+    gpus = sorted(
+        {str(p["name"]) for p in meta.get("deviceProperties") or () if isinstance(p, Mapping) and p.get("name")}
+    )
+    if gpus:
+        return (
+            f"no GPU kernels in this trace although it lists {', '.join(gpus)}: read as CPU work only (op self "
+            "times on the host); record with ProfilerActivity.CUDA to see the GPU"
+        )
+    return "no GPU kernels in this trace: read as CPU work only (op self times on the host)"
 
 
 def as_trace(profile) -> Trace:
@@ -483,7 +570,7 @@ def as_trace(profile) -> Trace:
             f"or a list of OpStat rows, got {type(obj).__name__} {obj!r}"
         )
     if callable(getattr(obj, "export_chrome_trace", None)):
-        return read_trace(export_profile(obj), allow_empty=isinstance(profile, ProfiledRun))
+        return read_trace(export_profile(obj), allow_empty=isinstance(profile, ProfiledRun), expect_cpu=True)
     if isinstance(obj, (str, os.PathLike, Mapping)):
         return read_trace(obj)
     if isinstance(obj, (list, tuple)):

@@ -21,7 +21,13 @@ by correlation id and by time interval -- in named steps:
    time in it: at each instant the time goes to the running computation kernels (split evenly),
    else to running memory copies and sets, else to running collectives, else it is idle. So
    overlapping streams are never counted twice, and communication hidden behind computation
-   costs nothing -- the same split as HTA's temporal breakdown (idle, compute, non-compute).
+   costs nothing -- the same split as HTA's temporal breakdown (idle, compute, non-compute). A
+   kernel of zero duration covers no instant; each device (a kernel's ``device`` argument, else
+   its ``pid``) has a window of its own.
+
+A folder is not a trace (:mod:`roofline_lib.evidence.trace_ranks` reads a folder of ranks), and a
+trace of the CUPTI range profiler's counters has no kernel timeline: both are refused with what to
+pass instead.
 
 All times here are the trace's microseconds; :mod:`roofline_lib.evidence.trace_rows` converts to seconds.
 """
@@ -34,7 +40,10 @@ import os
 import re
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Mapping
+
+from .kernel_names import precision_of
 
 __all__ = [
     "KERNEL_CATEGORIES",
@@ -51,6 +60,7 @@ __all__ = [
     "step_bounds",
     "device_timeline",
     "span",
+    "device_of",
     "kernel_kind",
     "runs_tf32",
 ]
@@ -70,9 +80,6 @@ _OTHER_DEVICES = {"mtia": "an MTIA accelerator", "xpu": "an Intel XPU", "hpu": "
 _STEP = re.compile(r"^ProfilerStep#\d+$")
 # collective kernels: NCCL (NVIDIA) and RCCL (AMD), and the collectives' own names
 _COMM = re.compile(r"nccl|rccl|c10d::|allreduce|all_reduce|allgather|reducescatter|alltoall", re.IGNORECASE)
-# kernel names that say a fp32 GEMM or convolution ran on tensor cores in TF32: cuBLAS/CUTLASS
-# "s1688"/"s16816" tiles (16x8x8 and 16x8x16 tf32 mma shapes) and cuDNN's "tf32" kernels
-_TF32 = re.compile(r"tf32|s1688|s16816", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -137,6 +144,11 @@ def load_trace(trace) -> dict:
 
 
 def _read_file(path: str) -> dict:
+    if os.path.isdir(path):
+        raise ValueError(
+            f"{path!r} is a folder, not a trace file: pass one rank's trace file, or diagnose the folder's "
+            "rank traces together with diagnose.diagnose_ranks(folder) (roofline diagnose FOLDER)"
+        )
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
@@ -167,10 +179,13 @@ def sort_events(trace: Mapping) -> TraceEvents:
     """Sort a loaded trace's complete events by kind; refuse a trace from a non-CUDA device by name."""
     lists: dict[str, list] = {"cpu": [], "kernel": [], "launch": [], "step": []}
     other: dict[str, str] = {}  # another accelerator's device events: its prefix -> a category seen
+    ranges = 0  # kernels the CUPTI range profiler replayed for their counters
     for e in trace["traceEvents"]:
         if not isinstance(e, Mapping) or e.get("ph") != "X" or "dur" not in e or "ts" not in e:
             continue
         cat = str(e.get("cat", ""))
+        if cat == _COUNTER_RANGES:
+            ranges += 1
         kinds = _kinds(cat, str(e.get("name", "")))
         for kind in kinds:
             lists[kind].append(e)
@@ -179,6 +194,8 @@ def sort_events(trace: Mapping) -> TraceEvents:
     meta = {k: v for k, v in trace.items() if k != "traceEvents"}
     if other and not lists["kernel"]:
         _refuse_other_device(other, meta)
+    if ranges and not lists["kernel"]:
+        _refuse_counter_ranges(ranges, meta)
     return TraceEvents(
         meta, cpu_ops=lists["cpu"], kernels=lists["kernel"], launches=lists["launch"], steps=lists["step"]
     )
@@ -209,6 +226,31 @@ def _refuse_other_device(other: Mapping[str, str], meta: Mapping) -> None:
         "kernels: the triage reads GPU kernel timelines only. Pass a trace recorded on a GPU with "
         "ProfilerActivity.CUDA, or pass rows (OpStat) of that device's ops with roof=rl.Roof(peak_flops_per_s, "
         "bytes_per_s, label) from its datasheet"
+    )
+
+
+def device_of(kernel: Mapping):
+    """The device a kernel ran on: its ``device`` argument, else its ``pid`` (Kineto files each
+    device's kernels under a process of the device's id)."""
+    device = (kernel.get("args") or {}).get("device")
+    return kernel.get("pid") if device is None else device
+
+
+# Kineto's category for the kernels the CUPTI range profiler measured (torch.profiler's
+# experimental_config=_ExperimentalConfig(profiler_metrics=[...])): one event per kernel, with
+# hardware counters as its args, and times taken while the profiler replayed it.
+_COUNTER_RANGES = "cuda_profiler_range"
+
+
+def _refuse_counter_ranges(n: int, meta: Mapping) -> None:
+    """A trace of the CUPTI range profiler's counters and no kernel timeline: refused, saying why."""
+    raise ValueError(
+        f"this trace was recorded by the CUPTI range profiler: {n:,} kernels with hardware counters "
+        "('cuda_profiler_range' events, from torch.profiler's experimental_config profiler_metrics), each "
+        "replayed to read them, so their times are the profiler's and there is no kernel timeline to "
+        "diagnose. Its counters (FLOP instructions per kernel) are read by HTA's CuptiCounterAnalysis. "
+        "To diagnose the run, record it again with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] "
+        "and no profiler_metrics"
     )
 
 
@@ -330,14 +372,19 @@ def kernel_kind(kernel: Mapping) -> str:
     """
     if str(kernel.get("cat")) in COPY_CATEGORIES:
         return "copy"
-    if _COMM.search(str(kernel.get("name", ""))):
-        return "communication"
-    return "compute"
+    return _kind_of_name(str(kernel.get("name", "")))
+
+
+@lru_cache(maxsize=1 << 16)
+def _kind_of_name(name: str) -> str:
+    """A non-copy kernel's kind by its name (each name read once: a trace repeats a few hundred)."""
+    return "communication" if _COMM.search(name) else "compute"
 
 
 def runs_tf32(kernel_name: str) -> bool:
-    """True when a kernel's name says it is a TF32 tensor-core kernel (``s1688gemm``, ``..._tf32...``)."""
-    return bool(_TF32.search(kernel_name))
+    """True when a kernel's name says it is a TF32 tensor-core kernel (``s1688gemm``, ``..._tf32...``):
+    the precision :func:`roofline_lib.evidence.kernel_names.precision_of` reads in the name."""
+    return precision_of(kernel_name) == "tf32"
 
 
 _PRIORITY = ("compute", "copy", "communication")
@@ -350,6 +397,10 @@ def device_timeline(kernels, device=None) -> DeviceTimeline:
     split evenly among them; if none runs, to the running copies and sets; if none, to the running
     collectives; if nothing runs, it is idle. Exposed times add up to the busy time (the union
     of the kernels' intervals), so the piles and the idle time add up to the window.
+
+    A kernel of zero (or negative) duration covers no instant: it is charged nothing and opens
+    nothing, though its time stamp still bounds the window (Kineto records tiny memsets and fills
+    that way; left in the sweep, such a kernel was never closed and every later gap read as busy).
     """
     if not kernels:
         return DeviceTimeline(device, 0.0, 0.0, {}, dict.fromkeys(_PRIORITY, 0.0))
@@ -359,25 +410,30 @@ def device_timeline(kernels, device=None) -> DeviceTimeline:
     by_kind = dict.fromkeys(_PRIORITY, 0.0)
     busy = 0.0
     edges = _edges(kernels)
-    last = edges[0][0]
+    last = edges[0][0] if edges else 0.0
     for t, step, k in edges:
         busy += _charge(active, t - last, exposed, by_kind)
         last = t
         if step > 0:
             active[kinds[id(k)]][id(k)] = k
         else:
-            active[kinds[id(k)]].pop(id(k), None)
+            del active[kinds[id(k)]][id(k)]
     window = max(span(k)[1] for k in kernels) - min(float(k["ts"]) for k in kernels)
     return DeviceTimeline(device, window, busy, exposed, by_kind)
 
 
 def _edges(kernels) -> list[tuple[float, int, dict]]:
-    """Every kernel's start (+1) and end (-1), in time order, ends first at equal times."""
+    """Every kernel's start (+1) and end (-1), in time order, ends first at equal times.
+
+    Only kernels that last: with ends first, a zero-length kernel's end would come before its own
+    start and leave it running for ever.
+    """
     edges = []
     for k in kernels:
         a, b = span(k)
-        edges.append((a, 1, k))
-        edges.append((b, -1, k))
+        if b > a:
+            edges.append((a, 1, k))
+            edges.append((b, -1, k))
     edges.sort(key=lambda t: (t[0], t[1]))
     return edges
 
