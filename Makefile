@@ -152,8 +152,6 @@ $(BOOK_OK): $(STAMP) $(BOOK_SOURCES)
 	$(call end_part,book-build)
 	@touch $@
 
-$(BOOK_OK) unit nbval fake-gpu site-test lab-test browser-tests: export OMP_NUM_THREADS ?= $(THREADS_PER_JOB)
-
 book: $(BOOK_OK)
 	$(call print_parts,make book)
 	@echo
@@ -176,13 +174,6 @@ lint: $(STAMP)
 # Test processes: one per core, at most 4 (pytest-xdist). `make unit JOBS=1` runs in one process.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n > 4 ? 4 : n )))
 XDIST = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS))
-
-# Every part runs processes side by side (two pages, the test processes, two fake-GPU groups). A torch
-# or BLAS thread pool as wide as the machine in each of them oversubscribes the cores, and the pools'
-# spinning threads then wait on each other: chapter 10's live serving cell took 46 s with two threads
-# per kernel beside other work, 9.3 s with one, on this 2-core machine. So each process gets its share
-# of the cores (set OMP_NUM_THREADS yourself to override); `make lab` keeps every core for a reader.
-THREADS_PER_JOB := $(shell n=$$(nproc 2>/dev/null || echo 1); t=$$(( n / $(if $(filter-out 0,$(JOBS)),$(JOBS),1) )); echo $$(( t > 0 ? t : 1 )))
 
 # Work several tests share (the graded class) is done once per run (the `once_per_run` fixture in
 # conftest.py), whichever process asks first. A process that runs out of tests takes some of the
