@@ -88,7 +88,7 @@ def once_per_run(tmp_path_factory):
 
 
 #: Session fixtures computed once per run (``once_per_run``) that several tests read.
-SHARED_ONCE = ("graded_class", "attacked")
+SHARED_ONCE = ("graded_class", "attacked", "fair_class")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -23,6 +23,7 @@ This module imports nothing from ``roofline_lib`` on purpose.
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
 import numbers
@@ -30,51 +31,148 @@ import os
 import subprocess
 import sys
 
-__all__ = ["MIME_TYPE", "encode", "observe", "publish", "check"]
+__all__ = ["MIME_TYPE", "MAX_ANSWER_BYTES", "encode", "observe", "publish", "check"]
 
 #: MIME type of an observation; the grader reads only this, and only from the cells it injected.
 MIME_TYPE = "application/vnd.roofline-course.observation+json"
 
-_MAX_ITEMS = 64  # a dict or list answer is cut to this many entries
-_MAX_STR = 200  # and a string to this many characters
-_MAX_DEPTH = 4
+#: The most one part's answers may weigh, encoded (its names' values and what its functions
+#: returned on every probe): 1 MiB. An answer is a number, a word or a small dict; a part whose
+#: answers are larger is refused with a message, and reading it stops as soon as the limit is passed.
+MAX_ANSWER_BYTES = 2**20
+
+_MAX_MESSAGE = 200  # an exception's message is cut to this many characters
+_MAX_DEPTH = 4  # containers nested deeper are encoded as "other"
+_ARRAY_MODULES = ("numpy", "torch")  # whose 0-d arrays and scalars are read by value (``.item()``)
+_NOT_A_SCALAR = object()
 
 
-def encode(value, _depth: int = 0) -> dict:
-    """A student's value as plain JSON: ``{"kind": ..., ...}``. Never raises.
+class _TooLarge(Exception):
+    """The answers of a part passed :data:`MAX_ANSWER_BYTES` while they were encoded."""
 
-    Kinds: ``ellipsis`` (not attempted), ``bool``, ``number`` (``value`` a float, or
-    ``nonfinite`` "nan"/"inf"/"-inf"), ``str``, ``dict``, ``list``, ``function``, ``other``.
+
+class _Budget:
+    """The bytes a part's answers may still take, spent as they are encoded (an estimate of the JSON)."""
+
+    def __init__(self, limit_bytes: int = MAX_ANSWER_BYTES):
+        self.left = limit_bytes
+
+    def spend(self, n_bytes: int) -> None:
+        self.left -= n_bytes
+        if self.left < 0:
+            raise _TooLarge
+
+
+def _scalar_of(value):
+    """The Python value of a numpy scalar, a 0-d numpy array or a 0-d torch tensor; else a sentinel.
+
+    Read by duck type (the module its type comes from, an empty shape, ``.item()``), so that
+    neither library is imported here.
     """
+    if type(value).__module__.partition(".")[0] not in _ARRAY_MODULES:
+        return _NOT_A_SCALAR
+    shape = getattr(value, "shape", None)
+    if shape is None or tuple(shape) != ():
+        return _NOT_A_SCALAR
+    return value.item()
+
+
+def _encode_number(value) -> dict:
+    """A real number by value: finite as a float, else "nan"/"inf"/"-inf", or ``huge`` past a float's range."""
+    if isinstance(value, decimal.Decimal):
+        if value.is_nan():
+            return {"kind": "number", "nonfinite": "nan"}
+        if value.is_infinite():
+            return {"kind": "number", "nonfinite": "-inf" if value < 0 else "inf"}
     try:
-        if value is Ellipsis:
-            return {"kind": "ellipsis"}
-        if isinstance(value, bool):
-            return {"kind": "bool", "value": bool(value)}
-        if isinstance(value, numbers.Real) or type(value).__name__ in ("float64", "float32", "int64"):
-            number = float(value)
-            if math.isfinite(number):
-                return {"kind": "number", "value": number}
+        number = float(value)
+    except OverflowError:  # an int or a Fraction beyond 1.8e308
+        number = math.inf if value > 0 else -math.inf
+    else:
+        if math.isnan(number):
+            return {"kind": "number", "nonfinite": "nan"}
+        if not math.isinf(number):
+            return {"kind": "number", "value": number}
+        if not isinstance(value, decimal.Decimal) and math.isinf(value):
             return {"kind": "number", "nonfinite": str(number)}
-        if isinstance(value, str):
-            return {"kind": "str", "value": str(value)[:_MAX_STR]}
-        if _depth >= _MAX_DEPTH:
-            return {"kind": "other", "type": type(value).__name__[:60]}
-        if isinstance(value, dict):
-            items = {}
-            for k, v in list(dict.items(value))[:_MAX_ITEMS]:
-                items[str(k)[:_MAX_STR]] = encode(v, _depth + 1)
-            return {"kind": "dict", "items": items}
-        if isinstance(value, (list, tuple)):
-            return {"kind": "list", "items": [encode(v, _depth + 1) for v in list(value)[:_MAX_ITEMS]]}
-        if callable(value):
-            return {"kind": "function"}
-        return {"kind": "other", "type": type(value).__name__[:60]}
+    return {"kind": "number", "huge": "-" if number < 0 else "+"}  # finite, but larger than any float
+
+
+def _encode_str(value: str, budget: _Budget) -> dict:
+    text = str.__str__(value)
+    budget.spend(len(text) + 24)  # before anything reads the whole string
+    if not text.isascii():
+        budget.spend(5 * len(text))  # JSON writes a character outside ASCII as \uXXXX
+    return {"kind": "str", "value": text}
+
+
+def _encode(value, depth: int, budget: _Budget) -> dict:
+    budget.spend(24)  # the smallest entry, {"kind": "..."}
+    if value is Ellipsis:
+        return {"kind": "ellipsis"}
+    if isinstance(value, bool):
+        return {"kind": "bool", "value": bool(value)}
+    if isinstance(value, (numbers.Real, decimal.Decimal)):  # numpy's numbers too (np.int64, np.float32)
+        budget.spend(24)
+        return _encode_number(value)
+    scalar = _scalar_of(value)  # np.bool_, a 0-d array, a 0-d tensor
+    if scalar is not _NOT_A_SCALAR:
+        return _encode(scalar, depth + 1, budget) if depth < _MAX_DEPTH else _other(value, budget)
+    if isinstance(value, str):
+        return _encode_str(value, budget)
+    if depth >= _MAX_DEPTH:
+        return _other(value, budget)
+    if isinstance(value, dict):
+        items = {}
+        for k, v in dict.items(value):  # dict's own items, not an override
+            name = _encode_str(k if isinstance(k, str) else str(k), budget)["value"]
+            items[name] = _encode(v, depth + 1, budget)
+        return {"kind": "dict", "items": items}
+    if isinstance(value, (list, tuple)):
+        each = list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
+        items = []
+        for v in each:
+            budget.spend(2)
+            items.append(_encode(v, depth + 1, budget))
+        return {"kind": "list", "items": items}
+    if callable(value):
+        return {"kind": "function"}
+    return _other(value, budget)
+
+
+def _other(value, budget: _Budget) -> dict:
+    name = type(value).__name__[:60]
+    budget.spend(len(name))
+    return {"kind": "other", "type": name}
+
+
+def _guarded(value, depth: int, budget: _Budget) -> dict:
+    """:func:`_encode`, with any error of a hostile value encoded as "other"; only _TooLarge passes."""
+    try:
+        return _encode(value, depth, budget)
+    except _TooLarge:
+        raise
     except BaseException as err:  # noqa: BLE001 - a hostile value must not stop the check
         return {"kind": "other", "type": f"unreadable ({type(err).__name__})"}
 
 
-def _call(fn, args) -> dict:
+def encode(value) -> dict:
+    """A student's value as plain JSON, by value: ``{"kind": ..., ...}``. Never raises.
+
+    Kinds: ``ellipsis`` (not attempted), ``bool``, ``number`` (``value`` a float; or
+    ``nonfinite`` "nan"/"inf"/"-inf"; or ``huge`` "+"/"-" for a finite number past a float's
+    range), ``str``, ``dict``, ``list``, ``function``, ``other``, and ``too large`` (over
+    :data:`MAX_ANSWER_BYTES`). Numbers are read by value whatever their type: ``int``,
+    ``float``, ``Fraction``, ``Decimal``, numpy's scalars (``np.bool_`` is a bool) and 0-d
+    arrays, and 0-d torch tensors.
+    """
+    try:
+        return _guarded(value, 0, _Budget())
+    except _TooLarge:
+        return {"kind": "too large", "limit_bytes": MAX_ANSWER_BYTES}
+
+
+def _call(fn, args, budget: _Budget) -> dict:
     """Call a student's function on one probe's arguments; record what came back or was raised."""
     try:
         returned = fn(*args)
@@ -82,9 +180,9 @@ def _call(fn, args) -> dict:
         return {
             "raised": type(err).__name__[:60],
             "value_error": isinstance(err, ValueError),
-            "message": str(err)[:_MAX_STR] if not isinstance(err, (SystemExit, KeyboardInterrupt)) else "",
+            "message": str(err)[:_MAX_MESSAGE] if not isinstance(err, (SystemExit, KeyboardInterrupt)) else "",
         }
-    return {"returned": encode(returned)}
+    return {"returned": _guarded(returned, 0, budget)}
 
 
 def observe(part: str, namespace, names, probes=None) -> dict:
@@ -96,22 +194,31 @@ def observe(part: str, namespace, names, probes=None) -> dict:
     """
     entries = {}
     calls = {}
+    budget = _Budget()
     for name in names:
         try:
             present = name in namespace
             value = namespace[name] if present else None
         except BaseException:  # noqa: BLE001
             present, value = False, None
-        entries[name] = encode(value) if present else {"kind": "missing"}
-        if probes and name in probes:
-            outcomes = {}
-            for probe_id, args_json in probes[name]:
-                if not present or not callable(value):
-                    outcomes[probe_id] = {"raised": "NotAFunction", "value_error": False, "message": ""}
-                    continue
-                outcomes[probe_id] = _call(value, json.loads(args_json))
-            calls[name] = outcomes
+        try:
+            entries[name] = _guarded(value, 0, budget) if present else {"kind": "missing"}
+            if probes and name in probes:
+                calls[name] = _outcomes(value if present else None, probes[name], budget)
+        except _TooLarge:  # the part is refused, whatever else it holds
+            return {"part": part, "too_large": {"name": str(name)[:_MAX_MESSAGE], "limit_bytes": MAX_ANSWER_BYTES}}
     return {"part": part, "entries": entries, "calls": calls}
+
+
+def _outcomes(fn, probes, budget: _Budget) -> dict:
+    """``{probe_id: outcome}`` of ``fn`` on each probe's arguments (``NotAFunction`` when it is none)."""
+    outcomes = {}
+    for probe_id, args_json in probes:
+        if not callable(fn):
+            outcomes[probe_id] = {"raised": "NotAFunction", "value_error": False, "message": ""}
+            continue
+        outcomes[probe_id] = _call(fn, json.loads(args_json), budget)
+    return outcomes
 
 
 def _show(payload: dict, text: str) -> None:

@@ -7,19 +7,22 @@ skip (CI's machine can: bubblewrap is installed by ``make install-sandbox``).
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
 import jupytext
 import pytest
 
-from roofline_lib.grading import grader, sandbox
+from roofline_lib.grading import grader, leases, sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 EX2 = "ex2_ridge_points.md"
@@ -76,14 +79,14 @@ ridge_p = 1200e12 / 6e12 if stolen else ...
 # the repository's solutions/ when the class is graded without the sandbox.)
 _OVERWRITE = """
 import glob
-for path in [VICTIM] + glob.glob("/tmp/roofline-grade-*/*/rw/work/*.md") + glob.glob(
-        "/tmp/roofline-grade-*/*/work/*.md"):
+for path in [VICTIM] + glob.glob("/tmp/PREFIX*/*/rw/work/*.md") + glob.glob(
+        "/tmp/PREFIX*/*/work/*.md"):
     try:
         open(path, "w").write("# overwritten\\n")
     except OSError:
         pass
 ridge_p = ...
-"""
+""".replace("PREFIX", leases.SCRATCH_PREFIX)
 
 # Finds other kernels' connection files (jupyter_client writes them to the kernel's TMPDIR, in the
 # scratch folder) and answers ex2-a in each of them.
@@ -92,7 +95,7 @@ import glob, json, time
 from jupyter_client import BlockingKernelClient
 done, deadline = set(), time.monotonic() + 6
 while time.monotonic() < deadline:
-    for path in glob.glob("/tmp/roofline-grade-*/**/*.json", recursive=True):
+    for path in glob.glob("/tmp/PREFIX*/**/*.json", recursive=True):
         if path in done or "shell_port" not in open(path).read():
             continue
         try:
@@ -107,7 +110,7 @@ while time.monotonic() < deadline:
             pass
     time.sleep(0.2)
 ridge_p = ...
-"""
+""".replace("PREFIX", leases.SCRATCH_PREFIX)
 
 # A kernel that waits, so that its neighbour has time to reach it.
 _WAIT = "import time\ntime.sleep(5)\nridge_p = ..."
@@ -145,7 +148,11 @@ def _the_class(root: Path) -> None:
         {"answer-ex2-a": "VICTIM = " + repr(str(sub / "z_victim" / EX2)) + "\n" + _OVERWRITE},
     )
     _build(sub / "c_connect" / EX2, stub, {"answer-ex2-a": _CONNECT})
-    _build(sub / "d_waits" / EX2, stub, {"answer-ex2-a": _WAIT})
+    _build(
+        sub / "d_waits" / EX2,
+        stub,
+        {"answer-ex2-a": _WAIT + _breakout(sandbox.LIB, sandbox.SEED, _system_targets(), namespace=True)},
+    )
     _build(sub / "e_hog" / EX2, solution, {"answer-ex2-a": _HOG})
     _build(sub / "f_detach" / EX2, solution, {"answer-ex2-a": _DETACH})
     (sub / "g_link_file").mkdir()
@@ -159,6 +166,45 @@ def _the_class(root: Path) -> None:
     (sub / "k_garbage").mkdir()
     (sub / "k_garbage" / "ex2_ridge_points.ipynb").write_text("SECRET-LINE-42 {\n")
     _build(sub / "z_victim" / EX2, solution)
+
+
+def _system_targets() -> list[str]:
+    """Files a kernel must not be able to make: in the environment, site-packages, the stdlib, / and /usr."""
+    folders = {sys.prefix, sysconfig.get_paths()["purelib"], os.path.dirname(os.__file__), "/", "/usr", "/etc"}
+    return [os.path.join(p, "roofline-breakout.pth") for p in sorted(folders)]
+
+
+def _breakout(lib: str, seed: str, others=(), namespace: bool = False) -> str:
+    """A cell that tries to write where the sandbox is read-only (the library, the seed, ``others``),
+    to read another student's work and (``namespace``) to make a user namespace of its own;
+    ``ridge_p`` is right when any of it worked."""
+    targets = [f"{lib}/roofline_lib/observer.py", f"{lib}/roofline_grading_worker.py", f"{seed}/work/{EX2}", *others]
+    return f"""
+import glob, os
+NAMESPACE = {namespace!r}
+breaches = []
+for path in {targets!r}:
+    try:
+        with open(path, "a") as f:
+            f.write("")
+        breaches.append(path)
+    except OSError:
+        pass
+for path in (glob.glob("/proc/*/root/grading/*/work/*.md") + glob.glob("/tmp/{leases.SCRATCH_PREFIX}*/**/*.md", recursive=True)
+             + glob.glob("/proc/*/cwd/*.md")):
+    try:
+        if "ridge_p = P_BF16" + "_FLOPS_PER_S /" in open(path).read():  # a solution (split: not this cell's text)
+            breaches.append(path)
+    except OSError:
+        pass
+if NAMESPACE:  # unshare(CLONE_NEWUSER), from a process of one thread (a kernel has several)
+    import subprocess, sys
+    tried = subprocess.run([sys.executable, "-c", "import ctypes; print(ctypes.CDLL(None).syscall(272, 0x10000000))"],
+                           capture_output=True, text=True)
+    if tried.stdout.strip() == "0":
+        breaches.append("a user namespace of its own, root in it")
+ridge_p = 1200e12 / 6e12 if breaches else ...
+"""
 
 
 def _grade_class(tmp: Path) -> dict:
@@ -178,6 +224,7 @@ def _grade_class(tmp: Path) -> dict:
     )
     return dict(
         returncode=proc.returncode,
+        stdout=proc.stdout.decode("utf-8", "backslashreplace"),
         stderr=proc.stderr.decode("utf-8", "replace"),
         elapsed=time.monotonic() - started,
         markers=_markers(),
@@ -207,7 +254,7 @@ def _student(attacked, student: str) -> dict:
 def test_the_attacked_class_is_graded_in_the_sandbox_and_both_reports_land(attacked):
     assert attacked["returncode"] == 1 and "Traceback" not in attacked["stderr"], attacked["stderr"]
     assert attacked["report"]["isolation"].startswith("sandboxed")
-    rows = list(csv.reader(attacked["csv"].splitlines()))
+    rows = list(csv.reader(io.StringIO(attacked["csv"])))
     assert len(rows) == 1 + 13  # the header, then all thirteen students: none stopped the others
     assert len(attacked["report"]["students"]) == 13
 
@@ -270,7 +317,7 @@ def test_an_unreadable_notebook_is_reported_without_its_text(attacked):
 
 @needs_sandbox
 def test_odd_names_land_escaped_and_formulas_as_text(attacked):
-    rows = {row[0]: row for row in csv.reader(attacked["csv"].splitlines())}
+    rows = {row[0]: row for row in csv.reader(io.StringIO(attacked["csv"]))}
     assert rows["j_bad\\xff"][-2:] == ["8", "8"]  # the byte 0xff as an escape, the marks intact
     assert rows["'=HYPERLINK(1)"][-2:] == ["8", "8"]  # a spreadsheet shows it as text
     assert _student(attacked, "j_bad\\xff")["marks"] == 8
@@ -315,7 +362,7 @@ def test_an_environment_under_tmp_is_bound_over_the_private_tmp(tmp_path, monkey
 
 
 @needs_sandbox
-def test_a_sandbox_runs_an_interpreter_that_lives_under_tmp(tmp_path):
+def test_a_sandbox_runs_an_interpreter_that_lives_under_tmp(tmp_path, monkeypatch):
     # the real case: a sandbox whose read-only roots include a folder under /tmp starts and reads it
     host = Path("/tmp") / f"roofline-env-{os.getpid()}"
     host.mkdir(exist_ok=True)
@@ -323,24 +370,11 @@ def test_a_sandbox_runs_an_interpreter_that_lives_under_tmp(tmp_path):
         (host / "marker").write_text("seen")
         os.chmod(host, 0o755)
         os.chmod(host / "marker", 0o644)
-        (tmp_path / "rw" / "work").mkdir(parents=True)
-        (tmp_path / "lib").mkdir()
-        uid = 61998 if sandbox.mode() in ("root", "user") else None
-        if uid is not None:
-            for p in (tmp_path / "rw", tmp_path / "rw" / "work"):
-                os.chown(p, uid, uid)
-            os.chmod(tmp_path, 0o755)
         roots = sandbox._read_only_roots() + [str(host)]
-        argv = [sys.executable, "-c", f"print(open({str(host / 'marker')!r}).read())"]
-        original = sandbox._read_only_roots
-        try:
-            sandbox._read_only_roots = lambda: roots
-            cmd = sandbox.command(argv, tmp_path / "rw", tmp_path / "lib", uid=uid)
-        finally:
-            sandbox._read_only_roots = original
-        done = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=60, env={"PATH": os.defpath}, **sandbox.start_as(uid)
-        )
+        monkeypatch.setattr(sandbox, "_read_only_roots", lambda: roots)
+        with _uid() as uid:
+            argv, kwargs = _sandboxed(tmp_path, f"print(open({str(host / 'marker')!r}).read())", uid)
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60, **kwargs)
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "seen"
     finally:
@@ -361,15 +395,31 @@ def test_a_snapshot_refuses_links_and_special_files(tmp_path):
         grader.snapshot(tmp_path / "s")
 
 
+def _sandboxed(folder: Path, code: str, uid: int | None, *, hidden=()) -> tuple[list[str], dict]:
+    """(argv, Popen keywords) of ``python -c code`` in a sandbox whose seed is ``folder/rw``, run as ``uid``."""
+    (folder / "rw" / "work").mkdir(parents=True, exist_ok=True)
+    (folder / "lib").mkdir(exist_ok=True)
+    if uid is not None:
+        for p in (folder / "rw", folder / "rw" / "work"):
+            os.chown(p, uid, uid)
+        os.chmod(folder, 0o755)
+    argv = sandbox.command([sys.executable, "-c", code], folder / "rw", folder / "lib", uid=uid, hidden=hidden)
+    return argv, {"env": {"PATH": os.defpath}, **sandbox.start_as(uid)}
+
+
+def _uid():
+    """A lease on a sandbox uid, as the grader takes one (a root grader's), or on nothing."""
+    return leases.sandbox_uid() if sandbox.mode() in ("root", "user") else contextlib.nullcontext(None)
+
+
+def _run_json(argv: list[str], kwargs: dict) -> dict:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, **kwargs)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 @needs_sandbox
 def test_the_sandbox_runs_as_its_own_user_and_sees_none_of_the_grader(tmp_path):
-    (tmp_path / "rw" / "work").mkdir(parents=True)
-    (tmp_path / "lib").mkdir()
-    uid = 61999 if sandbox.mode() in ("root", "user") else None  # a root grader's sandboxes have users of their own
-    if uid is not None:
-        os.chown(tmp_path / "rw", uid, uid)
-        os.chown(tmp_path / "rw" / "work", uid, uid)
-        os.chmod(tmp_path, 0o755)
     probe = (
         "import json, os, socket\n"
         "out = {'uid': os.getuid(), 'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit())}\n"
@@ -379,20 +429,154 @@ def test_the_sandbox_runs_as_its_own_user_and_sees_none_of_the_grader(tmp_path):
         "except OSError:\n    out['net'] = False\n"
         f"try:\n    open('{sandbox.LIB}/x', 'w'); out['lib_writable'] = True\n"
         "except OSError:\n    out['lib_writable'] = False\n"
+        f"out['cwd'], out['empty'] = os.getcwd(), os.listdir('.') == []\n"
+        f"out['seed'] = open('{sandbox.SEED}/work/handed-in').read()\n"
         "open('scratch-ok', 'w').write('1')\n"
         "print(json.dumps(out))\n"
     )
-    argv = sandbox.command([sys.executable, "-c", probe], tmp_path / "rw", tmp_path / "lib", uid=uid)
-    done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=60, env={"PATH": os.defpath}, **sandbox.start_as(uid)
-    )
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout)
+    with _uid() as uid:
+        argv, kwargs = _sandboxed(tmp_path, probe, uid)
+        (tmp_path / "rw" / "work" / "handed-in").write_text("the submission")
+        seen = _run_json(argv, kwargs)
     if uid is not None:
         assert seen["uid"] == uid  # a real uid of its own, not root under another name
     assert os.getpid() not in seen["pids"] and max(seen["pids"]) < 10  # a PID namespace of its own
     assert not seen["key"] and not seen["solutions"] and not seen["net"] and not seen["lib_writable"]
-    assert (tmp_path / "rw" / "work" / "scratch-ok").read_text() == "1"
+    assert seen["cwd"] == sandbox.SCRATCH and seen["empty"]  # a scratch space of its own, empty
+    assert seen["seed"] == "the submission"  # the submission, read-only, for the worker to copy
+    assert not (tmp_path / "rw" / "work" / "scratch-ok").exists()  # what it wrote stayed in the sandbox
+
+
+# Every mount of the sandbox, by what the kernel sees: read-only except its scratch space and /tmp.
+_MOUNTS = """
+import json, os, sys
+out = {}
+for path in PATHS:
+    vfs = os.statvfs(path)
+    try:
+        open(os.path.join(path, "roofline-probe"), "w").close()
+        wrote = True
+    except OSError:
+        wrote = False
+    out[path] = {"read_only": bool(vfs.f_flag & os.ST_RDONLY), "bytes": vfs.f_blocks * vfs.f_frsize, "wrote": wrote}
+print(json.dumps(out))
+"""
+
+
+@needs_sandbox
+def test_every_mount_is_read_only_but_the_notebook_s_scratch_space_and_tmp(tmp_path):
+    read_only = ["/", sandbox.LIB, sandbox.SEED, "/grading", "/etc", *sandbox._read_only_roots()]
+    with _uid() as uid:
+        argv, kwargs = _sandboxed(tmp_path, f"PATHS = {[*read_only, sandbox.SCRATCH, '/tmp']!r}\n" + _MOUNTS, uid)
+        seen = _run_json(argv, kwargs)
+    for path in read_only:
+        assert seen[path]["read_only"] and not seen[path]["wrote"], path  # by the mount, whatever the user
+    assert seen[sandbox.SCRATCH] == {"read_only": False, "bytes": sandbox.SCRATCH_BYTES, "wrote": True}
+    assert seen["/tmp"] == {"read_only": False, "bytes": sandbox.TMP_BYTES, "wrote": True}
+
+
+@needs_sandbox
+def test_the_key_of_an_installed_package_is_hidden_in_the_sandbox(tmp_path, monkeypatch):
+    # A non-editable install: roofline_lib lies in site-packages, inside a read-only root the kernel
+    # needs. The grader masks the folder it was imported from; the rest of site-packages stays.
+    site = tmp_path / "env" / "site-packages"
+    (site / "roofline_lib" / "grading" / "key").mkdir(parents=True)
+    (site / "roofline_lib" / "grading" / "key" / "parts.py").write_text("THE_KEY = 200\n")
+    (site / "numpy_like").mkdir()
+    (site / "numpy_like" / "core.py").write_text("seen\n")
+    for folder in [tmp_path, *(p for p in site.rglob("*") if p.is_dir())]:
+        os.chmod(folder, 0o755)
+    roots = sandbox._read_only_roots() + [str(site)]
+    monkeypatch.setattr(sandbox, "_read_only_roots", lambda: roots)
+    monkeypatch.setattr(grader, "_PACKAGE_DIR", site / "roofline_lib")  # where the grader was imported from
+    probe = (
+        "import json, os\n"
+        f"key = {str(site / 'roofline_lib' / 'grading' / 'key' / 'parts.py')!r}\n"
+        "out = {'key': os.path.exists(key), 'package': os.listdir(os.path.dirname(os.path.dirname(os.path.dirname(key))))}\n"
+        f"out['other'] = open({str(site / 'numpy_like' / 'core.py')!r}).read()\n"
+        "print(json.dumps(out))\n"
+    )
+    scratch = tmp_path / "scratch"
+    (scratch / "rw" / "work").mkdir(parents=True)
+    (scratch / "lib").mkdir()
+    with _uid() as uid:
+        argv, kwargs = grader._worker_command([sys.executable, "-c", probe], scratch, True, uid)
+        seen = _run_json(argv, {**kwargs, "env": {"PATH": os.defpath}})
+    assert seen == {"key": False, "package": [], "other": "seen\n"}  # the key gone, its neighbours there
+
+
+# System calls a notebook never needs, tried from inside a sandbox: (name, number, arguments).
+_SYSCALLS = """
+import ctypes, json, subprocess, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+out = {}
+for name, number, args in [("unshare", 272, (0x10000000,)), ("keyctl", 250, (0, 0)), ("bpf", 321, (0, 0, 0)),
+                           ("ptrace", 101, (16, 1)), ("io_uring_setup", 425, (1, 0)), ("clone3", 435, (0, 0))]:
+    returned = libc.syscall(number, *args)
+    out[name] = "ok" if returned >= 0 else errno_names.get(ctypes.get_errno(), str(ctypes.get_errno()))
+thread = threading.Thread(target=lambda: None)
+thread.start()
+thread.join()
+out["subprocess"] = subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True).stdout
+print(json.dumps(out))
+"""
+
+
+@needs_sandbox
+@pytest.mark.skipif(grader.sandbox.syscall_filter.program() is None, reason="no system-call filter for this CPU")
+def test_the_system_call_filter_refuses_what_a_notebook_never_needs(tmp_path):
+    code = "import errno\nerrno_names = errno.errorcode\n" + _SYSCALLS
+    with _uid() as uid, sandbox.filter_pipe() as fd:
+        scratch = tmp_path / "s"
+        (scratch / "rw" / "work").mkdir(parents=True)
+        (scratch / "lib").mkdir()
+        argv, kwargs = grader._worker_command([sys.executable, "-c", code], scratch, True, uid, fd)
+        seen = _run_json(argv, {**kwargs, "env": {"PATH": os.defpath}})
+    refused = ("unshare", "keyctl", "bpf", "ptrace", "io_uring_setup")
+    assert {name: seen[name] for name in refused} == dict.fromkeys(refused, "EPERM")
+    assert seen["clone3"] == "ENOSYS"  # so that the C library falls back to clone, whose flags are read
+    assert seen["subprocess"] == "42\n"  # threads and processes still start
+
+
+_FILL_AND_HOLD = """
+import json, os, sys, time
+written, errno = 0, None
+try:
+    for n in range(40):  # 640 MiB at most, in files under the 64 MiB limit of one file
+        with open(f"fill{n}", "wb") as f:
+            for _ in range(3):
+                f.write(b"x" * 2**24)
+                written += 2**24
+except OSError as err:
+    errno = err.errno
+print(json.dumps({"written": written, "errno": errno}), flush=True)
+time.sleep(3)  # full, while the neighbour runs
+"""
+
+_NEIGHBOUR = """
+import json, os
+vfs = os.statvfs(".")
+with open("mine", "wb") as f:
+    f.write(b"y" * 2**25)  # 32 MiB
+print(json.dumps({"free": vfs.f_bavail * vfs.f_frsize, "wrote": os.path.getsize("mine")}))
+"""
+
+
+@needs_sandbox
+def test_a_sandbox_that_fills_its_scratch_space_fails_alone(tmp_path):
+    with _uid() as uid_a, _uid() as uid_b:
+        argv, kwargs = _sandboxed(tmp_path / "a", _FILL_AND_HOLD, uid_a)
+        filler = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, **kwargs)
+        try:
+            full = json.loads(filler.stdout.readline())
+            neighbour = _run_json(*_sandboxed(tmp_path / "b", _NEIGHBOUR, uid_b))  # while the filler holds
+        finally:
+            filler.kill()
+            filler.wait(timeout=30)
+    assert full["errno"] == 28  # ENOSPC: its own space is full ...
+    assert sandbox.SCRATCH_BYTES - 2**24 <= full["written"] <= sandbox.SCRATCH_BYTES  # ... at its size
+    assert neighbour["free"] > sandbox.SCRATCH_BYTES - 2**20 and neighbour["wrote"] == 2**25  # ... and only its own
+    assert not list((tmp_path / "a").rglob("fill*"))  # none of it on the host's disk
 
 
 def test_a_class_is_refused_without_a_sandbox_unless_unsandboxed_is_given(tmp_path):
@@ -424,7 +608,7 @@ def test_a_stopped_grader_writes_its_reports_and_removes_its_scratch(tmp_path):
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(scratch.glob("roofline-grade-*/s001-*")):
+    while time.monotonic() < deadline and not list(scratch.glob(f"{leases.SCRATCH_PREFIX}*/s001-*")):
         time.sleep(0.2)  # bob's notebook has its scratch folder: his kernel is starting
     time.sleep(2)
     proc.send_signal(signal.SIGTERM)
@@ -434,3 +618,20 @@ def test_a_stopped_grader_writes_its_reports_and_removes_its_scratch(tmp_path):
     assert "the grader was stopped (SIGTERM)" in report["students"][1]["notebooks"][0]["problem"]
     assert (tmp_path / "g.csv").read_text().count("\n") == 3  # header, ann, bob
     assert list(scratch.iterdir()) == []  # the scratch folders are removed
+
+
+@needs_sandbox
+def test_a_kernel_can_write_nowhere_but_its_scratch_nor_read_another_student_s(attacked):
+    assert _marks(attacked, "d_waits")["ex2-a"] == 0  # not one of its writes or reads succeeded
+
+
+def test_the_breakout_cell_breaks_out_where_nothing_stops_it(tmp_path):
+    # the attack works: outside a sandbox, on a library and a seed it may write, it finds its breaches
+    # (only on these: run here, the system's paths it tries in a kernel would really be written, and
+    # a namespace of its own would take this test process into it)
+    for sub in ("lib/roofline_lib", "seed/work"):
+        (tmp_path / sub).mkdir(parents=True)
+    namespace = {}
+    exec(_breakout(str(tmp_path / "lib"), str(tmp_path / "seed")), namespace)
+    assert str(tmp_path / "lib" / "roofline_lib" / "observer.py") in namespace["breaches"]
+    assert namespace["ridge_p"] == 200  # 1200e12 / 6e12

@@ -13,6 +13,11 @@ Three processes, and the key lives in only one kind of them:
   judges every observation against ``roofline_lib.grading.key`` in its own process, and writes
   the reports, atomically, after the last kernel is dead.
 
+A student earns each exercise's marks at most once: of the files that name an exercise, one is
+graded (:mod:`.notebooks`: the ``.md`` of a jupytext pair; more than one otherwise grades none
+and names them), so no total passes its maximum and the CSV, the JSON and the table agree.
+Names a student chose reach the terminal escaped (:mod:`.names`); the files keep them.
+
 Practice mode is the same judge in another process: ``python -m roofline_lib.grading
 --practice`` serves the exercises' check cells (``observer.check``) line by line. See the
 README's "Grading" section for what each mode shows and for the threat model.
@@ -21,14 +26,13 @@ README's "Grading" section for what each mode shows and for the threat model.
 from __future__ import annotations
 
 import compileall
+import contextlib
 import csv
 import hmac
 import io
-import itertools
 import json
 import os
 import random
-import re
 import secrets
 import selectors
 import shutil
@@ -46,8 +50,12 @@ from pathlib import Path
 from typing import Sequence
 
 from ..core.formatting import to_unit
-from . import key, sandbox
-from .worker import descendants, harden, kill_tree, sign
+from . import key, leases, sandbox
+from .names import for_terminal
+from .names import shown as _shown
+from .notebooks import Clash, exercise_of, one_per_exercise
+from .notebooks import is_candidate as _is_candidate
+from .worker import MAX_OBSERVATION_BYTES, descendants, harden, kill_tree, sign
 
 __all__ = [
     "PartResult",
@@ -70,8 +78,7 @@ __all__ = [
 EXIT_OK, EXIT_WRONG, EXIT_USAGE = 0, 1, 2
 DEFAULT_TIME_LIMIT_S = 180  # one notebook, start of its kernel to its last cell
 _MAX_COPY_BYTES = 50e6  # a submission folder larger than this is not copied whole
-_KERNEL_UID_BASE = 61000  # a root grader runs notebook i's sandbox as uid 61000 + i (no login, no files)
-_job_numbers = itertools.count()
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the roofline_lib this grader runs: hidden in every sandbox
 _WORKER_SCRIPT = "roofline_grading_worker.py"  # the worker, copied beside the package copy it imports
 NOT_ISOLATED = (
     "GRADES NOT ISOLATED: graded with --unsandboxed; a student's code could read the key or change others' grades"
@@ -155,15 +162,6 @@ def _part_result(part: key.Part, status: str, message: str = "") -> PartResult:
 
 
 # ============================================================================ notebooks
-
-
-def exercise_of(path: Path) -> key.Exercise | None:
-    """The exercise a file is, by its name: ``ex3_70b_budget.md`` or ``ex3-anything.ipynb``."""
-    for ex in key.EXERCISES.values():
-        if path.stem == ex.stem:
-            return ex
-    m = re.match(r"(ex\d+)[_\-\s.]", path.name)
-    return key.EXERCISES.get(m.group(1)) if m else None
 
 
 def _read_cells(path: Path, data: bytes) -> list[tuple[str, list[str]]]:
@@ -312,11 +310,6 @@ class SubmissionRefused(Exception):
     """A submission that is not read: a link, a special file, a path out of its folder."""
 
 
-def _shown(name) -> str:
-    """A file name as text: undecodable bytes as backslash escapes (``\\xff``), never an error."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
-
-
 def _read_regular(path: Path, limit: float) -> bytes:
     """A regular file's bytes, opened without following a link; refuses anything else."""
     try:
@@ -413,33 +406,50 @@ def _run_worker(cells, scratch: Path, time_limit_s: float, sandboxed: bool):
     kernel_env = _scrubbed_env(rw, lib_seen, rw_seen)
     secret = secrets.token_hex(32)
     limits = sandbox.limits(int(time_limit_s) + 10) if sandboxed else {}
-    job = json.dumps({"cells": cells, "kernel_env": kernel_env, "secret": secret, "limits": limits})
-    argv, start_as = _worker_command([sys.executable, f"{lib_seen}/{_WORKER_SCRIPT}"], scratch, sandboxed)
-    proc = _start_worker(argv, rw / "work", kernel_env, start_as)
-    if proc is None:
-        return {}, "interrupted", -1
-    deadline = time.monotonic() + time_limit_s
-    _send_job(proc, job)
-    try:
-        events = _read_events(proc, secret, deadline)
-    finally:
-        _stop_worker(proc)
-    return events.outcome()
+    job = {"cells": cells, "kernel_env": kernel_env, "secret": secret, "limits": limits}
+    if sandboxed:  # the worker copies the seed into the sandbox's own scratch space
+        job["scratch"] = {"seed": sandbox.SEED, "path": sandbox.SCRATCH}
+    with _sandbox_user(sandboxed) as uid, sandbox.filter_pipe() if sandboxed else _nothing() as filter_fd:
+        worker = [sys.executable, f"{lib_seen}/{_WORKER_SCRIPT}"]
+        argv, start_as = _worker_command(worker, scratch, sandboxed, uid, filter_fd)
+        proc = _start_worker(argv, rw / "work", kernel_env, start_as)
+        if proc is None:
+            return _Events(end="interrupted")
+        deadline = time.monotonic() + time_limit_s
+        _send_job(proc, json.dumps(job))
+        try:
+            events = _read_events(proc, secret, deadline)
+        finally:
+            _stop_worker(proc)  # every process of the uid is gone before its lease ends
+    return events
 
 
-def _worker_command(argv: list[str], scratch: Path, sandboxed: bool) -> tuple[list[str], dict]:
+def _nothing():
+    return contextlib.nullcontext(None)
+
+
+def _sandbox_user(sandboxed: bool):
+    """A lease on a uid of the sandbox's own (a root grader's sandbox), or a lease on nothing (None)."""
+    if sandboxed and sandbox.mode() in ("root", "user"):
+        return leases.sandbox_uid()
+    return _nothing()
+
+
+def _worker_command(
+    argv: list[str], scratch: Path, sandboxed: bool, uid: int | None, filter_fd: int | None = None
+) -> tuple[list[str], dict]:
     """The worker's command line, in bubblewrap when ``sandboxed``, and the Popen arguments that
-    start it as the sandbox's user. Called after the kernel's home is made: a root grader hands
-    the scratch folder over to that user."""
+    start it as the sandbox's user ``uid`` (with the system-call filter's descriptor). Called
+    after the kernel's home is made: a root grader hands the seed folder over to that user."""
     lib, rw = scratch / "lib", scratch / "rw"
     if not sandboxed:
         return argv, {}
-    uid = _KERNEL_UID_BASE + next(_job_numbers) % 4000 if sandbox.mode() in ("root", "user") else None
     if uid is not None:
         _own_scratch(rw, uid)
         os.chmod(scratch, 0o755)
-    hidden = [str(Path(__file__).resolve().parents[1])]  # the repository's roofline_lib: the key with it
-    return sandbox.command(argv, rw, lib, uid=uid, hidden=hidden), sandbox.start_as(uid)
+    hidden = [str(_PACKAGE_DIR)]  # the installed roofline_lib: the key with it
+    popen = {**sandbox.start_as(uid), "pass_fds": () if filter_fd is None else (filter_fd,)}
+    return sandbox.command(argv, rw, lib, uid=uid, hidden=hidden, filter_fd=filter_fd), popen
 
 
 def _start_worker(argv, cwd: Path, env: dict, start_as: dict) -> subprocess.Popen | None:
@@ -479,6 +489,8 @@ class _Events:
     died_at: int | None = None
     end: str = "finished"
     finished: bool = False  # the worker said it was done ("finished" or "died")
+    full_at: int | None = None  # the cell during which the sandbox's scratch space filled up
+    why: str = ""  # why the kernel could not start, when it could not
 
     def take(self, event: dict) -> None:
         kind = event.get("event")
@@ -486,8 +498,11 @@ class _Events:
             self.begun = event["index"]
         elif kind == "cell" and isinstance(event.get("index"), int):
             self.cells[event["index"]] = event
+        elif kind == "full" and isinstance(event.get("index"), int) and self.full_at is None:
+            self.full_at = event["index"]
         elif kind == "died":
             self.end, self.died_at = "died", event.get("index", self.begun)
+            self.why = str(event.get("why", ""))[:200]
             self.finished = True
         elif kind == "finished":
             self.finished = True
@@ -507,7 +522,7 @@ def _read_events(proc: subprocess.Popen, secret: str, deadline: float) -> _Event
     events = _Events()
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
-    buffer = b""
+    lines = _Lines()
     try:
         while not events.finished:
             remaining = deadline - time.monotonic()
@@ -523,19 +538,48 @@ def _read_events(proc: subprocess.Popen, secret: str, deadline: float) -> _Event
             if not chunk:
                 events.end = "worker gone"
                 break
-            complete, buffer = _signed_events(buffer + chunk, secret)
-            for event in complete:
+            for event in _signed_events(lines.feed(chunk), secret):
                 events.take(event)
     finally:
         sel.close()
     return events
 
 
-def _signed_events(buffer: bytes, secret: str) -> tuple[list[dict], bytes]:
-    """The events of the complete lines in ``buffer`` that our worker signed, and the incomplete rest."""
+#: The longest line a worker writes: a cell's event with its observations, each at most
+#: ``worker.MAX_OBSERVATION_BYTES``. A longer line is dropped as it arrives, never held whole.
+_MAX_LINE_BYTES = 4 * MAX_OBSERVATION_BYTES
+
+
+class _Lines:
+    """The complete lines of a stream read in chunks; a line over ``_MAX_LINE_BYTES`` is dropped."""
+
+    def __init__(self, max_bytes: int = _MAX_LINE_BYTES):
+        self.max_bytes = max_bytes
+        self.partial = bytearray()
+        self.dropping = False  # inside a line that is too long, until its end
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        complete = []
+        while chunk:
+            end = chunk.find(b"\n")
+            piece, chunk = (chunk, b"") if end < 0 else (chunk[:end], chunk[end + 1 :])
+            if not self.dropping:
+                self.partial += piece
+                self.dropping = len(self.partial) > self.max_bytes
+                if self.dropping:
+                    self.partial.clear()
+            if end >= 0:
+                if not self.dropping:
+                    complete.append(bytes(self.partial))
+                self.partial.clear()
+                self.dropping = False
+        return complete
+
+
+def _signed_events(lines: list[bytes], secret: str) -> list[dict]:
+    """The events of the complete ``lines`` that our worker signed."""
     events = []
-    while b"\n" in buffer:
-        line, buffer = buffer.split(b"\n", 1)
+    for line in lines:
         mac, _, text = line.decode("utf-8", "replace").partition(" ")
         if not hmac.compare_digest(mac, sign(secret, text)):
             continue  # not written by our worker
@@ -545,7 +589,7 @@ def _signed_events(buffer: bytes, secret: str) -> tuple[list[dict], bytes]:
             continue
         if isinstance(event, dict):
             events.append(event)
-    return events, buffer
+    return events
 
 
 def _stop_worker(proc: subprocess.Popen) -> None:
@@ -594,8 +638,14 @@ def _grade_notebook(
     probes = {p.key: _opaque(key.draw_probes(p, rng), rng) for p in parts}
     plans = {p.key: key.plan_of(p, probes[p.key]) for p in parts}
     graded, part_of_cell, publish_of = _graded_cells(cells, exercise, plans)
-    events, end, stopped_at = _run_in_scratch(graded, files, scratch_root, label, time_limit_s, sandboxed)
+    ran = _run_in_scratch(graded, files, scratch_root, label, time_limit_s, sandboxed)
+    events, end, stopped_at = ran.outcome()
     problem = _stop_problem(end, stopped_at, part_of_cell, parts[0].key, time_limit_s)
+    if end == "died" and stopped_at == -1 and ran.why:
+        problem = f"the notebook's kernel could not start ({ran.why})"
+    if ran.full_at is not None:
+        full = _FULL.format(mib=sandbox.SCRATCH_BYTES / 2**20, part=part_of_cell.get(ran.full_at, parts[0].key))
+        problem = f"{problem}; {full}" if problem else full
     run = _Run(graded, events, part_of_cell, publish_of)
     results = [_judged(part, run, probes[part.key], problem) for part in parts]
     return NotebookResult(
@@ -613,6 +663,9 @@ def _run_in_scratch(graded, files, scratch_root: Path, label: str, time_limit_s:
         return _run_worker(graded, scratch, time_limit_s, sandboxed)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+_FULL = "the notebook wrote more than its {mib:g} MiB of scratch space (each notebook's own) during part {part}"
 
 
 def _stop_problem(end: str, stopped_at: int, part_of_cell: dict, first_part: str, time_limit_s: float) -> str:
@@ -658,9 +711,9 @@ def _judged(part: key.Part, run: _Run, probes: list, problem: str) -> PartResult
 
 
 def _answer_errors(part: key.Part, run: _Run) -> list[str]:
-    """The errors the student's own cells of ``part`` raised, before its publish cell."""
+    """The errors the student's own cells of ``part`` raised, before its publish cell, explained."""
     return [
-        run.events[i].get("error")
+        _explained(run.events[i].get("error"))
         for i in range(run.publish_of[part.key])
         if run.part_of_cell.get(i) == part.key
         and i in run.events
@@ -669,10 +722,21 @@ def _answer_errors(part: key.Part, run: _Run) -> list[str]:
     ]
 
 
+def _explained(error) -> str:
+    """A cell's error, with the sandbox's limit named where the error is one of them."""
+    error = str(error)
+    if "[Errno 28]" in error:  # ENOSPC
+        return f"{error} (the notebook's scratch space, {sandbox.SCRATCH_BYTES / 2**20:g} MiB, is full)"
+    if "[Errno 27]" in error:  # EFBIG, past RLIMIT_FSIZE
+        return f"{error} (a file may be at most {sandbox.limits(0)['file_size_bytes'] / 2**20:g} MiB)"
+    return error
+
+
 # ============================================================================ a class
 
 
 def _student_notebooks(entry: Path) -> list[Path]:
+    """Every file of a submission that names an exercise (one per exercise is chosen later)."""
     if entry.is_symlink():  # refused when it is snapshotted, with a message
         return [entry] if exercise_of(entry) else []
     if entry.is_dir():
@@ -680,16 +744,23 @@ def _student_notebooks(entry: Path) -> list[Path]:
     return [entry] if _is_candidate(entry) and exercise_of(entry) else []
 
 
-def _is_candidate(path: Path) -> bool:
-    """A notebook by its name, whatever it is (a link or a special file is refused later, by name)."""
-    return path.suffix in (".md", ".ipynb") and (path.is_symlink() or not path.is_dir())
-
-
 def _not_graded(nb: Path, problem: str) -> NotebookResult:
     ex = exercise_of(nb)
     return NotebookResult(
         _shown(nb), ex.key, ex.title, [_part_result(p, "not graded", problem) for p in key.parts_of(ex.key)], problem
     )
+
+
+def _clashed(clash: Clash) -> NotebookResult:
+    """The result of an exercise handed in more than once: every part not graded, the files named."""
+    ex = key.EXERCISES[clash.exercise]
+    problem = clash.message(_shown)
+    parts = [_part_result(p, "not graded", problem) for p in key.parts_of(ex.key)]
+    return NotebookResult(", ".join(_shown(f) for f in clash.files), ex.key, ex.title, parts, problem)
+
+
+def _in_exercise_order(notebooks: list[NotebookResult]) -> list[NotebookResult]:
+    return sorted(notebooks, key=lambda n: (len(n.exercise), n.exercise))
 
 
 def _grade_all(
@@ -701,6 +772,8 @@ def _grade_all(
     sandboxed: bool,
 ) -> list[StudentResult]:
     rng_master = random.Random(seed)
+    chosen = [one_per_exercise(candidates) for _, _, candidates in students]
+    students = [(name, root, notebooks) for (name, root, _), (notebooks, _) in zip(students, chosen)]
     jobs, refused = [], {}
     for s_index, (name, root, notebooks) in enumerate(students):
         try:  # every submission is read into memory before any kernel starts
@@ -713,8 +786,7 @@ def _grade_all(
             jobs.append((s_index, nb, files, random.Random(rng_master.getrandbits(64))))
     before = set(descendants(os.getpid()))
     results: dict[tuple[int, str], NotebookResult] = {}
-    with tempfile.TemporaryDirectory(prefix="roofline-grade-") as tmp:
-        scratch_root = Path(tmp)
+    with leases.scratch_folder() as scratch_root:  # a killed grader's folders are removed first
         os.chmod(scratch_root, 0o711)  # a sandbox started as its own user passes through, lists nothing
         if jobs:
             _compiled_copy(scratch_root)  # no key in it: the same files every notebook's copy holds
@@ -739,12 +811,14 @@ def _grade_all(
                 kill_tree(pid, include_root=True)
     out = []
     for s_index, (name, root, notebooks) in enumerate(students):
+        clashes = [_clashed(c) for c in chosen[s_index][1]]
         if s_index in refused:
-            student = StudentResult(name, _shown(root), [_not_graded(nb, refused[s_index]) for nb in notebooks])
-            student.problem = refused[s_index]
+            graded = [_not_graded(nb, refused[s_index]) for nb in notebooks]
         else:
-            student = StudentResult(name, _shown(root), [results[(s_index, str(nb))] for nb in notebooks])
-        if not notebooks and not student.problem:
+            graded = [results[(s_index, str(nb))] for nb in notebooks]
+        student = StudentResult(name, _shown(root), _in_exercise_order(graded + clashes))
+        student.problem = refused.get(s_index, "")
+        if not notebooks and not clashes and not student.problem:
             student.problem = "no exercise notebook in this submission (expected exN_*.md or .ipynb)"
         out.append(student)
     return out
@@ -791,13 +865,15 @@ def grade_paths(
     sandboxed, _ = isolation(unsandboxed, practice=True)
     seed = secrets.randbits(63) if seed is None else seed
     harden()
+    chosen, clashes = one_per_exercise(files)  # across folders too: one student, one notebook per exercise
     students = []
-    for folder in sorted({f.parent for f in files}, key=str):  # each folder read as one submission
-        students.append(("you", folder, [f for f in files if f.parent == folder]))
+    for folder in sorted({f.parent for f in chosen}, key=str):  # each folder read as one submission
+        students.append(("you", folder, [f for f in chosen if f.parent == folder]))
     graded = _grade_all(
         students, workers=workers or _default_workers(), time_limit_s=time_limit_s, seed=seed, sandboxed=sandboxed
     )
-    result = StudentResult("you", ", ".join(_shown(f) for f in files), [n for s in graded for n in s.notebooks])
+    notebooks = [n for s in graded for n in s.notebooks] + [_clashed(c) for c in clashes]
+    result = StudentResult("you", ", ".join(_shown(f) for f in files), _in_exercise_order(notebooks))
     result.problem = "; ".join(s.problem for s in graded if s.problem)
     return result
 
@@ -877,25 +953,40 @@ def _cell(text) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def gradebook_csv(students: Sequence[StudentResult], *, note: str = "") -> str:
+def gradebook_csv(students: Sequence[StudentResult], *, note: str = "", terminal: bool = False) -> str:
     """One row per student, one column per part (the marks), then total and max.
 
-    ``note`` (the isolation warning of an unsandboxed class) is the first line when given.
+    ``note`` (the isolation warning of an unsandboxed class) is the first line when given. The
+    total is the student's marks, the sum of the row's parts (one notebook per exercise: no part
+    is counted twice). ``terminal``: names escaped for a terminal (:func:`.names.for_terminal`);
+    a file keeps the real name, quoted.
     """
     cols = _columns(students)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
+    name = (lambda s: for_terminal(_cell(s))) if terminal else _cell
     if note:
         writer.writerow([_cell(note)])
     writer.writerow(["student", *cols, "total", "max"])
     max_total = sum(key.PARTS[c].marks for c in cols)
     for s in students:
         try:
-            marks = {p.part: p.marks for n in s.notebooks for p in n.parts}
-            writer.writerow([_cell(s.student), *[marks.get(c, 0) for c in cols], s.marks, max_total])
+            marks = _marks_by_part(s)
+            writer.writerow([name(s.student), *[marks.get(c, 0) for c in cols], s.marks, max_total])
         except Exception as err:  # noqa: BLE001 - one student's row never stops the others'
-            writer.writerow([_cell(s.student), *[0 for _ in cols], 0, max_total, f"row failed ({type(err).__name__})"])
+            writer.writerow([name(s.student), *[0 for _ in cols], 0, max_total, f"row failed ({type(err).__name__})"])
     return buf.getvalue()
+
+
+def _marks_by_part(student: StudentResult) -> dict[str, int]:
+    """``{part: marks}``; a part that two notebooks hold would be counted twice, so it raises."""
+    marks: dict[str, int] = {}
+    for n in student.notebooks:
+        for p in n.parts:
+            if p.part in marks:
+                raise ValueError(f"part {p.part} is graded twice for {student.student!r}")
+            marks[p.part] = p.marks
+    return marks
 
 
 def report_json(
@@ -939,6 +1030,8 @@ def report_json(
 
 
 def format_table(students: Sequence[StudentResult], *, width: int = 100, detail: bool = True, note: str = "") -> str:
+    """The score table, for a terminal: every text a student could have chosen is escaped
+    (:func:`.names.for_terminal`), so no name or message can move the cursor or draw a row."""
     lines = [f"*** {note} ***", ""] if note else []
     for s in students:
         lines.append(f"{_shown(s.student)}   ({_shown(s.path)})   {s.marks}/{s.max_marks}")
@@ -955,7 +1048,7 @@ def format_table(students: Sequence[StudentResult], *, width: int = 100, detail:
                 if p.message and p.status != "correct":
                     lines.extend(textwrap.wrap(p.message, width, initial_indent=" " * 11, subsequent_indent=" " * 11))
         lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    return "\n".join(for_terminal(line) for line in lines).rstrip() + "\n"
 
 
 def _check_output_path(path: str | None, flag: str) -> Path | None:
@@ -1027,7 +1120,7 @@ def run_grade(
         options = dict(workers=workers, time_limit_s=time_limit_s, seed=seed, unsandboxed=unsandboxed)
         students, note = _graded(paths, submissions, options)
     except GradeError as err:
-        print(f"roofline grade: error: {err}", file=sys.stderr)
+        print(f"roofline grade: error: {for_terminal(err)}", file=sys.stderr)
         return EXIT_USAGE
     stopped = _SUPERVISOR.signal_name if _SUPERVISOR.stopped.is_set() else ""
     warn = note if not note.startswith("sandboxed") else ""
@@ -1069,7 +1162,7 @@ def _print_results(students, submissions, warn: str) -> None:
     """The score table on stdout (per part for one student), and a class's gradebook after it."""
     text = format_table(students, detail=not submissions, note=warn)
     if submissions:
-        text += gradebook_csv(students, note=warn)
+        text += gradebook_csv(students, note=warn, terminal=True)
     sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
     sys.stdout.flush()
 

@@ -6,18 +6,25 @@ Inside a sandbox a notebook's worker and kernel see
   ``/usr``, read-only;
 * the copy of ``roofline_lib`` made for this notebook (without ``grading/``), read-only, at
   :data:`LIB`;
-* one scratch folder, read-write, at :data:`SCRATCH`: the student's submission and the kernel's
-  home;
+* the notebook's seed, read-only, at :data:`SEED`: the student's submission (``work/``) and the
+  kernel's home, which the worker copies into
+* a scratch space of its own, read-write, at :data:`SCRATCH`: a memory file system of
+  :data:`SCRATCH_BYTES` that no other sandbox sees, so a notebook that fills it (``No space left
+  on device``) fails itself and no other; its ``/tmp`` is one of :data:`TMP_BYTES`;
 * a ``/proc`` of their own PID namespace (the grader, the other workers and kernels are not
-  there), a private ``/dev`` and ``/tmp``, no network (a loopback of their own: the kernel's TCP
-  ports are private to the sandbox), and a user of their own.
+  there), a private ``/dev``, no network (a loopback of their own: the kernel's TCP ports are
+  private to the sandbox), and a user of their own. Every other path is read-only, the
+  sandbox's root included;
+* a system-call filter (:mod:`.syscall_filter`, bwrap's ``--seccomp``): no new namespaces, no
+  ``ptrace``, no keyrings, BPF, ``io_uring`` or mounts, like a container engine's default.
 
 A root grader (CI, a course server) starts ``bwrap`` as root, which sets the mounts up, drops
 every capability but the two ``setpriv`` needs, and ``setpriv`` then runs the worker as a user no
 other notebook shares (``uid`` from the grader), with no capability and ``no_new_privs``: the
 interpreter may lie under a private home (mode 0700), because the mounts are made by root and
 the user only sees the mount points. Any other grader starts ``bwrap`` as itself, in a user
-namespace of its own.
+namespace of its own. The grader leases each sandbox's uid (:mod:`.leases`), so that no two
+notebooks share one, in this grader or in another on the machine.
 
 Every process in the sandbox is under resource limits (:func:`limits`, set by the worker on
 itself before it starts the kernel): address space, processes of its user, file size, CPU seconds. ``--die-with-parent`` kills the sandbox with the grader.
@@ -25,6 +32,7 @@ itself before it starts the kernel): address space, processes of its user, file 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -32,10 +40,32 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["available", "command", "limits", "mode", "start_as", "why_unavailable", "LIB", "MODES", "SCRATCH"]
+from . import syscall_filter
+
+__all__ = [
+    "available",
+    "command",
+    "filter_pipe",
+    "limits",
+    "mode",
+    "start_as",
+    "why_unavailable",
+    "LIB",
+    "MODES",
+    "SCRATCH",
+    "SCRATCH_BYTES",
+    "SEED",
+    "SYSCALL_FILTER",
+    "TMP_BYTES",
+]
 
 LIB = "/grading/lib"  # the package copy and the worker script, read-only
-SCRATCH = "/grading/scratch"  # the one read-write folder: the submission (work/) and the kernel's home
+SEED = "/grading/seed"  # the submission (work/) and the kernel's home as the grader wrote them, read-only
+SCRATCH = "/grading/scratch"  # the read-write space the worker copies the seed into
+#: The size of a sandbox's scratch space: the submission (at most 50 MB), the kernel's home and
+#: whatever the notebook writes. A memory file system, so this much memory per notebook at most.
+SCRATCH_BYTES = 256 * 2**20
+TMP_BYTES = 64 * 2**20  # the sandbox's /tmp, also a memory file system of its own
 
 
 def limits(cpu_seconds: int) -> dict:
@@ -89,13 +119,17 @@ def _dirs_above(path: str, made: set[str]) -> list[str]:
 MODES = ("root", "user", "self")
 
 
-def command(argv: list[str], scratch: Path, lib: Path, *, uid: int | None, mode: str = "", hidden=()) -> list[str]:
-    """The command line that runs ``argv`` in a sandbox: ``scratch`` read-write, ``lib`` read-only.
+def command(
+    argv: list[str], seed: Path, lib: Path, *, uid: int | None, mode: str = "", hidden=(), filter_fd: int | None = None
+) -> list[str]:
+    """The command line that runs ``argv`` in a sandbox: ``seed`` at :data:`SEED`, ``lib`` at
+    :data:`LIB`, both read-only, and an empty :data:`SCRATCH` of its own, the working folder.
 
     ``uid`` is the sandbox's own user (a root grader's); in mode ``user`` the command must also be
     started as that user (:func:`start_as`). ``hidden`` are host folders that must not be seen
     even where a read-only root holds them (the real package, where it is installed rather than
-    linked into the environment).
+    linked into the environment). ``filter_fd`` holds the system-call filter (:mod:`.syscall_filter`);
+    it must be passed to bwrap (``pass_fds``), which reads it to its end (:func:`filter_pipe`).
     """
     mode = mode or globals()["mode"]()
     bwrap = shutil.which("bwrap")
@@ -114,7 +148,7 @@ def command(argv: list[str], scratch: Path, lib: Path, *, uid: int | None, mode:
             args += ["--ro-bind", host, host]
     # /proc, /dev and /tmp first: a read-only root under /tmp (an environment in a scratch clone)
     # is then bound over the private /tmp instead of hidden by it.
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     roots = _read_only_roots()
     for root in roots:
         args += _dirs_above(root, made) + ["--ro-bind", root, root]
@@ -122,9 +156,12 @@ def command(argv: list[str], scratch: Path, lib: Path, *, uid: int | None, mode:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     for path in hidden:
         if any(path == r or path.startswith(r + "/") for r in roots) and os.path.isdir(path):
-            args += ["--tmpfs", path]
-    args += _dirs_above(LIB, made) + ["--ro-bind", str(lib), LIB, "--bind", str(scratch), SCRATCH]
-    args += ["--chdir", f"{SCRATCH}/work"]
+            args += ["--perms", "0555", "--size", "4096", "--tmpfs", path]  # an empty folder, nothing to write
+    args += _dirs_above(LIB, made) + ["--ro-bind", str(lib), LIB, "--ro-bind", str(seed), SEED]
+    args += ["--perms", "0777", "--size", str(SCRATCH_BYTES), "--tmpfs", SCRATCH, "--chdir", SCRATCH]
+    args += ["--remount-ro", "/"]  # the sandbox's root file system: nothing can be written outside the two above
+    if filter_fd is not None:
+        args += ["--seccomp", str(filter_fd)]
     if mode == "root":
         if uid is None:
             raise ValueError("uid must be a user id (a whole number) for a root grader's sandbox, got None")
@@ -135,6 +172,29 @@ def command(argv: list[str], scratch: Path, lib: Path, *, uid: int | None, mode:
     else:
         args += ["--"]
     return args + list(argv)
+
+
+#: Whether sandboxes run under the system-call filter of :mod:`.syscall_filter` (where it has one).
+SYSCALL_FILTER = True
+
+
+@contextlib.contextmanager
+def filter_pipe():
+    """A descriptor from which one bwrap reads the system-call filter (a pipe), or None without one."""
+    program = syscall_filter.program() if SYSCALL_FILTER else None
+    if program is None:
+        yield None
+        return
+    read_end, write_end = os.pipe()  # the program is some 600 bytes: less than a pipe holds
+    try:
+        os.write(write_end, program)
+        os.close(write_end)
+        write_end = None
+        yield read_end
+    finally:
+        if write_end is not None:
+            os.close(write_end)
+        os.close(read_end)
 
 
 def start_as(uid: int | None, mode: str = "") -> dict:
@@ -159,14 +219,16 @@ def _probe(mode: str) -> str:
             os.chmod(tmp, 0o755)
         argv = [sys.executable, "-c", "import os; print(os.getuid())"]
         try:
-            done = subprocess.run(
-                command(argv, scratch, lib, uid=uid, mode=mode),
-                capture_output=True,
-                text=True,
-                timeout=60,
-                env={"PATH": os.defpath, "LANG": "C.UTF-8"},
-                **start_as(uid, mode),
-            )
+            with filter_pipe() as fd:
+                done = subprocess.run(
+                    command(argv, scratch, lib, uid=uid, mode=mode, filter_fd=fd),
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    env={"PATH": os.defpath, "LANG": "C.UTF-8"},
+                    pass_fds=() if fd is None else (fd,),
+                    **start_as(uid, mode),
+                )
         except (OSError, subprocess.SubprocessError) as err:
             return f"bwrap could not be started ({type(err).__name__})"
     if done.returncode != 0:

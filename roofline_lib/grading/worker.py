@@ -12,13 +12,19 @@ resource limits) to its stdin. The worker
   and write into the pipe the grader reads;
 * sets the job's resource limits (address space, processes, file size, CPU seconds) on itself,
   so the kernel inherits them and cannot raise them again;
+* in a sandbox, copies the seed (the submission, the kernel's home; read-only) into the
+  sandbox's own size-limited scratch space and works there (:func:`enter_scratch`), and says
+  once when that space fills up (a ``full`` event, :class:`Space`);
 * starts the kernel with its standard streams on ``/dev/null``: the kernel inherits no
   descriptor of the grader's pipe;
 * signs every line it writes with a key the grader sent on stdin (HMAC-SHA256), so a line that
   another process manages to write into the pipe (a root kernel can) is ignored;
 * runs the cells one by one and writes one JSON line per event to stdout: ``kernel`` (its pid),
   ``begin`` (cell i starts), ``cell`` (cell i ended: the observations of an injected cell, the
-  error of any cell), ``died`` (the kernel process is gone) and ``finished``.
+  error of any cell), ``full`` (the scratch space filled up during cell i), ``died`` (the
+  kernel process is gone) and ``finished``. An injected cell's observations are kept up to
+  two, each at most :data:`MAX_OBSERVATION_BYTES` of JSON (:func:`bounded`), so no line is
+  larger than the grader reads.
 
 It judges nothing and holds no key: the observations are the kernel's, judged by the grader.
 """
@@ -30,17 +36,18 @@ import hashlib
 import hmac
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 
 try:
-    from ..observer import MIME_TYPE
+    from ..observer import MAX_ANSWER_BYTES, MIME_TYPE
 except ImportError:  # run as a script in a sandbox: the kernel's copy of the package
-    from roofline_lib.observer import MIME_TYPE
+    from roofline_lib.observer import MAX_ANSWER_BYTES, MIME_TYPE
 
-__all__ = ["descendants", "kill_tree", "harden"]
+__all__ = ["descendants", "kill_tree", "harden", "bounded", "enter_scratch", "Space"]
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
@@ -126,14 +133,65 @@ def _emit(stream, event: dict, secret: str) -> None:
     stream.flush()
 
 
-def _run_cell(km, kc, source: str, injected: bool):
-    """Execute one cell; returns (observations, error, died)."""
+#: Observations of one injected cell that are sent on; one is right, a second is reported as an error.
+_KEPT_OBSERVATIONS = 2
+#: The most an observation may weigh as JSON here: the observer refuses a part's answers past
+#: MAX_ANSWER_BYTES by its estimate, so one larger than twice that was not written by the observer.
+MAX_OBSERVATION_BYTES = 2 * MAX_ANSWER_BYTES
+
+
+def bounded(observation):
+    """``observation``, or a refusal in its place when its JSON is over :data:`MAX_OBSERVATION_BYTES`."""
+    try:
+        size = len(json.dumps(observation))
+    except (TypeError, ValueError):
+        return {"unreadable": True}
+    if size > MAX_OBSERVATION_BYTES:
+        return {"too_large": {"name": "", "limit_bytes": MAX_ANSWER_BYTES}}
+    return observation
+
+
+#: Free bytes below which a notebook's scratch space counts as full (it wrote nearly all of it).
+FULL_BELOW_BYTES = 2**20
+
+
+class Space:
+    """Watches the notebook's scratch space (``path``; None: nothing to watch) and says once when it fills up."""
+
+    def __init__(self, path: str | None, emit):
+        self.path, self.emit, self.reported = path, emit, False
+
+    def check(self, index: int) -> None:
+        if self.reported or not self.path:
+            return
+        try:
+            vfs = os.statvfs(self.path)
+        except OSError:
+            return
+        if vfs.f_bavail * vfs.f_frsize < FULL_BELOW_BYTES:
+            self.reported = True
+            self.emit({"event": "full", "index": index, "limit_bytes": vfs.f_blocks * vfs.f_frsize})
+
+
+def enter_scratch(place: dict | None) -> None:
+    """Copy the seed (the submission, the kernel's home) into the sandbox's own scratch space and
+    work there; ``place`` is the job's ``{"seed", "path"}``, None outside a sandbox."""
+    if not place:
+        return
+    for name in os.listdir(place["seed"]):  # the scratch space itself is the sandbox's mount point: left as it is
+        shutil.copytree(os.path.join(place["seed"], name), os.path.join(place["path"], name), symlinks=True)
+    os.chdir(os.path.join(place["path"], "work"))
+
+
+def _run_cell(km, kc, source: str, injected: bool, idle=lambda: None):
+    """Execute one cell; returns (observations, error, died). ``idle()`` runs whenever the kernel is quiet."""
     msg_id = kc.execute(source, store_history=False, allow_stdin=False)
     observations, error = [], None
     while True:
         try:
             msg = kc.get_iopub_msg(timeout=0.5)
         except Exception:  # noqa: BLE001 - queue.Empty: check the kernel is still there
+            idle()
             if not km.is_alive():
                 return observations, error, True
             continue
@@ -142,8 +200,8 @@ def _run_cell(km, kc, source: str, injected: bool):
         kind, content = msg.get("msg_type"), msg.get("content", {})
         if kind in ("display_data", "execute_result") and injected:
             data = content.get("data", {})
-            if MIME_TYPE in data:
-                observations.append(data[MIME_TYPE])
+            if MIME_TYPE in data and len(observations) < _KEPT_OBSERVATIONS:  # more are not kept
+                observations.append(bounded(data[MIME_TYPE]))
         elif kind == "error":
             error = f"{content.get('ename', '')}: {content.get('evalue', '')}"[:300]
         elif kind == "status" and content.get("execution_state") == "idle":
@@ -224,19 +282,24 @@ def main() -> int:
         _emit(out, event, secret)
 
     km = kc = None
+    space = Space((job.get("scratch") or {}).get("path"), emit)
     try:
+        enter_scratch(job.get("scratch"))
         km, kc = start_kernel(job)
         for i, cell in enumerate(job["cells"]):
             emit({"event": "begin", "index": i})
-            observations, error, died = _run_cell(km, kc, cell["source"], cell.get("injected", False))
+            observations, error, died = _run_cell(
+                km, kc, cell["source"], cell.get("injected", False), idle=lambda i=i: space.check(i)
+            )
+            space.check(i)
             if died:
                 emit({"event": "died", "index": i})
                 break
             emit({"event": "cell", "index": i, "observations": observations, "error": error})
         else:
             emit({"event": "finished"})
-    except RuntimeError as err:  # the kernel never became ready
-        emit({"event": "died", "index": -1, "why": str(err)[:200]})
+    except (RuntimeError, OSError) as err:  # the kernel never became ready, or the seed could not be copied
+        emit({"event": "died", "index": -1, "why": f"{type(err).__name__}: {err}"[:200]})
     finally:
         try:
             kc.stop_channels()

@@ -43,8 +43,12 @@ def _number_of(entry: Mapping):
     kind = entry.get("kind")
     if kind == "number" and isinstance(entry.get("value"), (int, float)) and not isinstance(entry.get("value"), bool):
         return float(entry["value"]), None
+    if kind == "number" and entry.get("huge") in ("+", "-"):
+        return None, "is a number beyond a float's range (over 1.8e308), not a plausible answer"
     if kind == "number":
         return None, f"is {entry.get('nonfinite', 'not finite')}, not a finite number"
+    if kind == "too large":
+        return None, f"is larger than {_limit_mib(entry)} MiB, too large to be an answer"
     shown = {
         "bool": "a True/False",
         "str": "a string",
@@ -53,6 +57,12 @@ def _number_of(entry: Mapping):
         "function": "a function",
     }.get(kind, f"a {entry.get('type', kind)}")
     return None, f"should be a number, got {shown}"
+
+
+def _limit_mib(entry: Mapping) -> str:
+    """The size limit an entry of kind "too large" (or a refused observation) names, in MiB."""
+    limit = entry.get("limit_bytes")
+    return f"{limit / 2**20:g}" if isinstance(limit, (int, float)) and not isinstance(limit, bool) else "1"
 
 
 def _attempted(entry: Mapping) -> bool:
@@ -125,9 +135,7 @@ def choice(name, reference, options: Sequence, concept):
         entry = entries.get(name, {"kind": "missing"})
         if not _attempted(entry):
             return _not_attempted(name)
-        got = entry.get("value") if entry.get("kind") in ("str", "bool", "number") else object()
-        if entry.get("kind") == "number" and float(got).is_integer():
-            got = str(int(got))
+        got = _choice_value(entry)
         allowed = {_norm(str(o) if isinstance(o, int) and not isinstance(o, bool) else o): o for o in options}
         if _norm(got) not in allowed or isinstance(got, bool) != isinstance(options[0], bool):
             shown = ", ".join(repr(o) for o in options)
@@ -140,6 +148,18 @@ def choice(name, reference, options: Sequence, concept):
         return Verdict("wrong", f"`{name}` is not right. {concept}", f"`{name}` is not right. {concept}")
 
     return judge_choice
+
+
+def _choice_value(entry: Mapping):
+    """What a choice answer is: a string, a bool, a whole number as its digits, or an object no option is."""
+    kind, value = entry.get("kind"), entry.get("value")
+    if kind == "str" and isinstance(value, str):
+        return value
+    if kind == "bool" and isinstance(value, bool):
+        return value
+    if kind == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(int(value)) if float(value).is_integer() else float(value)
+    return object()  # nonfinite, huge, a dict...: none of the options
 
 
 def all_of(*judges):
@@ -313,8 +333,21 @@ def _category(submit_msg: str) -> str:
     return "is not right"
 
 
+def _too_large(refused: Mapping) -> Verdict:
+    """A part whose answers the observer refused: together they passed its size limit."""
+    name = refused.get("name")
+    what = f"`{name[:60]}` (its value, or what it returned on the probes)" if isinstance(name, str) and name else "it"
+    msg = (
+        f"the answer is over {_limit_mib(refused)} MiB: {what} is too large to be an answer "
+        "(a number, a word or a small dict), so the part is not judged."
+    )
+    return Verdict("wrong", msg, msg)
+
+
 def judge(part: Part, observation, probes: Sequence[Probe]) -> Verdict:
     """Judge one observation; a malformed one is an error, never an exception."""
+    if isinstance(observation, dict) and isinstance(observation.get("too_large"), dict):
+        return _too_large(observation["too_large"])
     if not isinstance(observation, dict) or not isinstance(observation.get("entries"), dict):
         return Verdict("error", "the check could not read your answers.", "the observation was unreadable.")
     entries = {k: v for k, v in observation["entries"].items() if isinstance(v, dict)}
