@@ -553,12 +553,15 @@ print(json.dumps({"written": written, "errno": errno}), flush=True)
 time.sleep(3)  # full, while the neighbour runs
 """
 
+# Writes 32 MiB in its own space, and looks for the filler's files wherever another sandbox's might show.
 _NEIGHBOUR = """
-import json, os
+import glob, json, os
 vfs = os.statvfs(".")
 with open("mine", "wb") as f:
     f.write(b"y" * 2**25)  # 32 MiB
-print(json.dumps({"free": vfs.f_bavail * vfs.f_frsize, "wrote": os.path.getsize("mine")}))
+seen = [p for pattern in ("/proc/*/root/grading/scratch/fill*", "/proc/*/cwd/fill*", "/grading/**/fill*", "/tmp/**/fill*")
+        for p in glob.glob(pattern, recursive=True)]
+print(json.dumps({"free": vfs.f_bavail * vfs.f_frsize, "wrote": os.path.getsize("mine"), "seen": seen}))
 """
 
 
@@ -576,7 +579,59 @@ def test_a_sandbox_that_fills_its_scratch_space_fails_alone(tmp_path):
     assert full["errno"] == 28  # ENOSPC: its own space is full ...
     assert sandbox.SCRATCH_BYTES - 2**24 <= full["written"] <= sandbox.SCRATCH_BYTES  # ... at its size
     assert neighbour["free"] > sandbox.SCRATCH_BYTES - 2**20 and neighbour["wrote"] == 2**25  # ... and only its own
+    assert neighbour["seen"] == []  # nor can the neighbour see it
     assert not list((tmp_path / "a").rglob("fill*"))  # none of it on the host's disk
+
+
+# Under the sandbox's process limit (the worker sets it on itself), starts `sleep`s until one is
+# refused, says how many ran, and holds them while the neighbour runs.
+_FORK_AND_HOLD = """
+import json, os, resource, time
+resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCS, MAX_PROCS))
+started, refused = 0, None
+try:
+    for _ in range(4 * MAX_PROCS):
+        if os.fork() == 0:
+            try:
+                os.execv("/usr/bin/sleep", ["sleep", "30"])
+            finally:
+                os._exit(1)
+        started += 1
+except OSError as err:
+    refused = err.errno
+print(json.dumps({"started": started, "refused": refused}), flush=True)
+time.sleep(30)
+"""
+
+# Under the same limit, starts threads and a process: what a kernel does.
+_STARTS = """
+import json, resource, subprocess, sys, threading
+resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCS, MAX_PROCS))
+threads = [threading.Thread(target=lambda: None) for _ in range(16)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(json.dumps({"threads": len(threads), "child": subprocess.run([sys.executable, "-c", "print(6 * 7)"],
+                                                                  capture_output=True, text=True).stdout}))
+"""
+
+
+@needs_sandbox
+@pytest.mark.skipif(sandbox.mode() == "self", reason="a grader that is not root runs every sandbox as its own user")
+def test_a_sandbox_that_uses_every_process_its_user_may_have_fails_alone(tmp_path):
+    limit = str(sandbox.limits(0)["processes"])
+    with _uid() as uid_a, _uid() as uid_b:
+        argv, kwargs = _sandboxed(tmp_path / "a", _FORK_AND_HOLD.replace("MAX_PROCS", limit), uid_a)
+        bomb = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, **kwargs)
+        try:
+            held = json.loads(bomb.stdout.readline())
+            neighbour = _run_json(*_sandboxed(tmp_path / "b", _STARTS.replace("MAX_PROCS", limit), uid_b))
+        finally:
+            bomb.kill()
+            bomb.wait(timeout=30)
+    assert held["refused"] == 11 and held["started"] < int(limit)  # EAGAIN: stopped at its limit ...
+    assert neighbour == {"threads": 16, "child": "42\n"}  # ... which is its own user's, not its neighbour's
 
 
 def test_a_class_is_refused_without_a_sandbox_unless_unsandboxed_is_given(tmp_path):
