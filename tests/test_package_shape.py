@@ -22,8 +22,13 @@ _BLOCKS = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.Asyn
 def _nesting(node: ast.AST, depth: int = 0) -> int:
     """How deep blocks nest in a function's own body (a nested function counts on its own)."""
     deepest = depth
+    # an elif is an If alone in its parent's else: a branch beside the parent, not inside it
+    elif_ = node.orelse[0] if isinstance(node, ast.If) and len(node.orelse) == 1 else None
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if child is elif_ and isinstance(child, ast.If):
+            deepest = max(deepest, _nesting(child, depth))
             continue
         deepest = max(deepest, _nesting(child, depth + isinstance(child, _BLOCKS)))
     return deepest
@@ -44,9 +49,13 @@ def test_the_measures_see_length_and_nesting(tmp_path):
     # the measures themselves, on a file written to break them
     body = "\n".join(f"    x{i} = {i}" for i in range(120))
     nested = "def deep():\n    if a:\n        for b in c:\n            while d:\n                with e:\n                    try:\n                        pass\n                    except E:\n                        pass\n"
-    (tmp_path / "m.py").write_text(f"def long():\n{body}\n\n{nested}", encoding="utf-8")
+    chain = "def flat(k):\n    if k == 1:\n        pass\n" + "".join(
+        f"    elif k == {i}:\n        pass\n" for i in range(2, 9)
+    )
+    (tmp_path / "m.py").write_text(f"def long():\n{body}\n\n{nested}\n{chain}", encoding="utf-8")
     shape = {where.split()[-1]: (lines, depth) for where, lines, depth in _functions(tmp_path)}
     assert shape["long"] == (121, 0) and shape["deep"][1] == 5
+    assert shape["flat"][1] == 1  # eight branches of one elif chain are one level, not eight
 
 
 def test_no_function_is_long_or_deep():
