@@ -126,9 +126,7 @@ def fewest_devices(need_bytes: float, capacity_bytes: float) -> int:
 
 
 def _fewest_devices(need: float, capacity: float) -> int:
-    return max(
-        1, math.ceil(need / capacity * (1 - 1e-12))
-    )  # 1e-12: forgive float noise on exact fits  # 1e-12: forgive float noise on exact fits
+    return max(1, math.ceil(need / capacity * (1 - 1e-12)))  # 1e-12: forgive float noise on exact fits
 
 
 def memory_fit(
