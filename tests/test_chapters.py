@@ -148,6 +148,20 @@ def source_mentions(text: str) -> list[tuple[int, str]]:
     return [(n, line.strip()) for n, line in prose_lines(text) if _SOURCE.search(line)]
 
 
+# The text telling its own history, or who has which machine, instead of the subject.
+_SELF_TALK = re.compile(
+    r"\b(?:an?\s+(?:earlier|previous|older|first)\s+(?:version|draft|edition)\b"
+    r"|this\s+(?:chapter|page|text|section)\s+(?:used\s+to|once|previously|no\s+longer)\b"
+    r"|(?:nobody|no\s+one|anyone|everyone)\s+here\b)",
+    re.I,
+)
+
+
+def self_talk(text: str) -> list[tuple[int, str]]:
+    """Prose lines that speak of the text's past versions or of the people who read it, not the subject."""
+    return [(n, line.strip()) for n, line in prose_lines(text) if _SELF_TALK.search(line)]
+
+
 # ------------------------------------------------------------------ the chapters themselves
 
 
@@ -173,6 +187,60 @@ def test_chapter_has_its_parts(chapter):
 def test_prose_does_not_speak_of_the_source(chapter):
     found = source_mentions(chapter.read_text(encoding="utf-8"))
     assert not found, "\n".join(f"{chapter.name}:{n}: {line}" for n, line in found)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_prose_speaks_of_the_subject_not_of_itself(chapter):
+    found = self_talk(chapter.read_text(encoding="utf-8"))
+    assert not found, "\n".join(f"{chapter.name}:{n}: {line}" for n, line in found)
+
+
+def test_the_self_talk_check_sees_a_planted_line():
+    planted = PLANTED + "\nAn earlier version of this chapter used the flat model.\n\nA GPU nobody here has.\n"
+    lines = [line for _, line in self_talk(planted)]
+    assert lines == ["An earlier version of this chapter used the flat model.", "A GPU nobody here has."]
+    assert self_talk(PLANTED) == []  # "here" and "version" alone are the subject's words
+
+
+# The data-parallel overlap rule lives in the library (rl.gradient_hiding_tokens: only the backward
+# pass, two thirds of the 6N compute, hides the gradients); chapter 8 teaches it and chapter 9's
+# Problem 2 applies it. A chapter that works the threshold out in a cell can drift from the other.
+_OVERLAP_KEYS = {"08_communication": "dp_t_hide", "09_parallelism": "p2_hiding"}
+_HAND_OVERLAP = re.compile(r"(?<![\w.])(?:2\s*/\s*3|3\s*/\s*2|0\.66+7?)(?![\w.])")
+
+
+def overlap_rule_breaches(text: str, key: str) -> list[str]:
+    """Why a chapter's gradient-overlap threshold, quoted as ``key``, is not the library's rule."""
+    import jupytext
+
+    code = [c.source for c in jupytext.reads(text, fmt="md:myst").cells if c.cell_type == "code"]
+    found = [f"a hand-typed overlap share in: {line.strip()}" for src in code for line in src.splitlines()
+             if _HAND_OVERLAP.search(line.split("#")[0])]  # fmt: skip
+    setters = [line for src in code for line in src.splitlines() if re.search(rf"prose\(\"{key}\"", line)]
+    if not setters:
+        found.append(f"no cell sets {key!r}")
+    elif not all("gradient_hiding_tokens" in line for line in setters):
+        found.append(f"{key!r} is not set by gradient_hiding_tokens: {setters}")
+    if f'prose["{key}' not in text:
+        found.append(f"the prose does not quote {key!r}")
+    return found
+
+
+@pytest.mark.parametrize("stem", sorted(_OVERLAP_KEYS))
+def test_chapters_8_and_9_quote_the_one_gradient_overlap_rule(stem):
+    text = (ROOT / "notebooks" / f"{stem}.md").read_text(encoding="utf-8")
+    assert not overlap_rule_breaches(text, _OVERLAP_KEYS[stem])
+
+
+def test_the_overlap_rule_check_sees_a_threshold_worked_by_hand():
+    cell = '```{code-cell} ipython3\nprose("p2_hiding", p2.roof("dp").critical_tokens_per_gpu * 3 / 2)\n```\n'
+    page = "# 9. Planted\n\n" + cell + '\nIt stops hiding below {eval}`prose["p2_hiding:,.0f"]` tokens.\n'
+    found = overlap_rule_breaches(page, "p2_hiding")
+    assert len(found) == 2 and "hand-typed" in found[0] and "not set by gradient_hiding_tokens" in found[1]
+    assert overlap_rule_breaches(page, "missing")[1:] == [
+        "no cell sets 'missing'",
+        "the prose does not quote 'missing'",
+    ]
 
 
 def _bib_keys() -> set[str]:

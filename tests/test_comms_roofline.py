@@ -99,3 +99,33 @@ def test_the_link_roof_is_named_once_whether_the_link_is_a_name_or_a_number():
     by_name = rl.comms_roofline.network_roof("H100 SXM", "NVLink 4")
     assert by_number.memory_label == "450 GB/s link bandwidth (one direction)"
     assert by_name.memory_label == "NVLink 4 link bandwidth (one direction)"
+
+
+def test_only_the_backward_pass_can_hide_the_gradients():
+    # the backward pass is 4N of the 6N FLOPs per token: a 300 ms step has a 200 ms window
+    assert rl.GRADIENT_OVERLAP_FRACTION == pytest.approx(4 / 6)
+    assert rl.gradient_overlap_seconds(0.3) == pytest.approx(0.2)
+    # 4096 tokens, 50 ms of gradients under a 200 ms window: 4096 * 0.05 / 0.2 = 1,024 tokens hide them
+    assert rl.gradient_hiding_tokens(4096, 0.05, 0.3) == pytest.approx(1024)
+    # and not the whole step: against all 300 ms it would have said 4096 * 0.05 / 0.3 = 683
+    assert rl.gradient_hiding_tokens(4096, 0.05, 0.3) > 4096 * 0.05 / 0.3
+    with pytest.raises(ValueError, match="compute_seconds must be a positive .* seconds, got 0"):
+        rl.gradient_overlap_seconds(0)
+    with pytest.raises(ValueError, match="tokens_per_gpu"):
+        rl.gradient_hiding_tokens(-1, 0.05, 0.3)
+    with pytest.raises(ValueError, match="gradient_seconds"):
+        rl.gradient_hiding_tokens(4096, float("nan"), 0.3)
+
+
+def test_at_the_hiding_tokens_the_data_parallel_step_exposes_nothing_and_below_it_something():
+    # the gradients' bytes are fixed and the compute grows with the tokens: the threshold that
+    # gradient_hiding_tokens names is where data_parallel_step's exposed time reaches zero
+    node = rl.node("8x H100")
+    at_4096 = rl.data_parallel_step(7e9, 4096, 64, "H100", node, overlap_fraction=rl.GRADIENT_OVERLAP_FRACTION)
+    threshold = rl.gradient_hiding_tokens(4096, at_4096.comms_seconds, at_4096.compute_seconds)
+    at = rl.data_parallel_step(7e9, threshold, 64, "H100", node, overlap_fraction=rl.GRADIENT_OVERLAP_FRACTION)
+    below = rl.data_parallel_step(
+        7e9, threshold * 0.99, 64, "H100", node, overlap_fraction=rl.GRADIENT_OVERLAP_FRACTION
+    )
+    assert at.exposed_comms_seconds == pytest.approx(0.0, abs=1e-12)
+    assert below.exposed_comms_seconds > 0

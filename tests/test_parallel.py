@@ -190,3 +190,23 @@ def test_tp_heads_and_cluster_refusals():
         wide, rl.cluster("8x H100", 16), dp=1, tp=16, global_batch=1, seq_len=128, allow_cross_node_tp=True
     )
     assert "2 nodes" in crossed.roof("tp").link  # said so: then priced across the network
+
+
+def test_the_planner_and_chapter_8s_step_ask_the_one_gradient_overlap_rule():
+    # chapter 9's Problem 2: Llama-3-8B data-parallel on 64 H100s, 4096 tokens per GPU. The
+    # planner's threshold and chapter 8's (data_parallel_step, then gradient_hiding_tokens) are
+    # one number: only the backward pass, 2/3 of the 6N compute, hides the gradients.
+    cfg = rl.model_config("llama-3-8b")
+    p = rl.plan(cfg, rl.cluster("8x H100", 64), dp=64, zero=0, global_batch=64, seq_len=4096)
+    step = rl.data_parallel_step(cfg.n_params(), 4096, 64, "H100", rl.node("8x H100"))
+    assert p.roof("dp").seconds == pytest.approx(step.comms_seconds)
+    assert p.model_compute_seconds == pytest.approx(step.compute_seconds)  # 6N T at the peak
+    by_chapter_8 = rl.gradient_hiding_tokens(4096, step.comms_seconds, step.compute_seconds)
+    assert p.gradient_hiding_tokens_per_gpu == pytest.approx(by_chapter_8)
+    # selective recompute's second forward of the scores is compute, not model FLOPs: the planner's
+    # compute is longer than 6N T, and the rule's window is two thirds of the 6N T alone
+    assert p.recompute == "selective" and p.compute_seconds > p.model_compute_seconds
+    none = rl.plan(cfg, rl.cluster("8x H100", 64), dp=64, zero=0, global_batch=64, seq_len=4096, recompute="none")
+    assert none.compute_seconds == pytest.approx(none.model_compute_seconds)
+    # the roof's critical tokens ask only that it be no longer than the whole compute, a lower bar
+    assert p.gradient_hiding_tokens_per_gpu > p.roof("dp").critical_tokens_per_gpu

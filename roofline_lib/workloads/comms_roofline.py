@@ -23,11 +23,14 @@ from .comms import _algorithm_key, _bandwidth, _ranks, collective_bytes_per_rank
 from .node_collectives import node_collective_cost
 
 __all__ = [
+    "GRADIENT_OVERLAP_FRACTION",
     "CommsVerdict",
     "comms_intensity",
     "comms_verdict",
     "data_parallel_step",
     "exposed_comms_seconds",
+    "gradient_hiding_tokens",
+    "gradient_overlap_seconds",
     "network_ridge",
     "network_roof",
     "tensor_parallel_layer",
@@ -66,13 +69,42 @@ def network_ridge(gpu, link, precision: str = "bf16") -> float:
     return network_roof(gpu, link, precision).ridge
 
 
+#: The share of a training step's compute under which its data-parallel gradient traffic can run:
+#: the backward pass, 4N of the 6N FLOPs per token (the forward pass, 2N, has no gradient to send
+#: yet). The one overlap rule for gradients; chapters 8 and 9 both ask the functions below.
+GRADIENT_OVERLAP_FRACTION = 4 / 6  # backward FLOPs per token over forward + backward
+
+
+def gradient_overlap_seconds(compute_seconds) -> float:
+    """The window under which a step's gradient traffic can hide: the backward pass.
+
+    ``compute_seconds`` is the step's model compute, 6N FLOPs per token at the peak (no recompute);
+    the window is :data:`GRADIENT_OVERLAP_FRACTION` of it, the backward's 4N.
+    """
+    return GRADIENT_OVERLAP_FRACTION * _positive(compute_seconds, "compute_seconds", "seconds")
+
+
+def gradient_hiding_tokens(tokens_per_gpu, gradient_seconds, compute_seconds) -> float:
+    """Tokens per GPU per step from which the gradient traffic hides under the backward pass.
+
+    The gradients' bytes are fixed per step while the compute grows with the tokens, so at
+    ``tokens_per_gpu`` tokens, with ``gradient_seconds`` of communication and ``compute_seconds``
+    of model compute (6N per token at the peak), the traffic just fills the window of
+    :func:`gradient_overlap_seconds` at ``tokens_per_gpu * gradient_seconds / window`` tokens:
+    4096 tokens, 70 ms of gradients and 199.5 ms of compute give 4096 * 70 / 133 = 2,156.
+    """
+    tokens = _positive(tokens_per_gpu, "tokens_per_gpu", "tokens")
+    comms = _positive(gradient_seconds, "gradient_seconds", "seconds", allow_zero=True)
+    return tokens * comms / gradient_overlap_seconds(compute_seconds)
+
+
 def exposed_comms_seconds(compute_seconds, comms_seconds, overlap_fraction=0.0) -> float:
     """Communication time left on the critical path once overlap has hidden what it can.
 
     ``overlap_fraction`` is the share of the compute time under which communication can run
-    (0: none, every byte waits; 1: all of it; 2/3 for a data-parallel gradient all-reduce that
-    can start only during the backward pass, which is 4N of 6N). Hidden time is at most that
-    window and at most the communication itself.
+    (0: none, every byte waits; 1: all of it; :data:`GRADIENT_OVERLAP_FRACTION` for a
+    data-parallel gradient all-reduce, which can run only during the backward pass). Hidden time
+    is at most that window and at most the communication itself.
     """
     compute = _positive(compute_seconds, "compute_seconds", "seconds", allow_zero=True)
     comms = _positive(comms_seconds, "comms_seconds", "seconds", allow_zero=True)

@@ -53,6 +53,7 @@ from ..core.interconnect import NodeSpec
 from ..core.roofline import Roof
 from ..models.transformer import TransformerConfig, model_config
 from .comms import collective_bytes_per_rank
+from .comms_roofline import gradient_hiding_tokens
 from .feasibility import Fit, fewest_devices, memory_fit
 from .node_collectives import as_node, node_collective_cost
 from .train_memory import ACTIVATION_RECOMPUTE, _key, _stage, activation_bytes_per_layer, state_bytes_per_param
@@ -286,6 +287,22 @@ class Plan:
         """What each GPU computes per second at the longest roof, recompute included (the figure
         Megatron-LM's papers print as 'TFLOP/s per GPU')."""
         return self.hardware_flops_per_step / (self.n_gpus * self.step_seconds)
+
+    @property
+    def model_compute_seconds(self) -> float:
+        """The busiest stage's model FLOPs (the convention's count, no recompute) at the dense peak."""
+        return self.compute_seconds * self.model_flops_per_step / self.hardware_flops_per_step
+
+    @property
+    def gradient_hiding_tokens_per_gpu(self) -> float:
+        """Tokens per GPU per step from which the data-parallel traffic hides under the backward pass.
+
+        The one rule of :func:`~roofline_lib.workloads.comms_roofline.gradient_hiding_tokens`: only the
+        backward pass, two thirds of the model compute, can overlap the gradients. (The ``dp`` roof's
+        ``critical_tokens_per_gpu`` is looser: the tokens at which that roof is no longer than the
+        whole compute.)"""
+        dp = self.roof("dp")
+        return gradient_hiding_tokens(self.tokens_per_step / dp.group, dp.seconds, self.model_compute_seconds)
 
     def roof(self, name: str) -> CommsRoof:
         """The communication roof of one dimension ("tp", "dp", ...)."""
