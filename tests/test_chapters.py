@@ -283,6 +283,44 @@ def test_cross_references_are_links_jupyterlab_can_follow(page):
     assert not left, f"{page.name}: run tools/lab_links.py on it; roles left: {left[:5]}"
 
 
+_PLACE_LINK = re.compile(r"\]\((?P<page>(?![A-Za-z][\w+.-]*:)[^()\s#]+\.md)#(?P<place>[^()\s]+)\)")
+
+
+def places_links_miss(page: Path) -> list[str]:
+    """Links from ``page`` to a place in another page that no cell of that page opens with.
+
+    JupyterLab scrolls to a place on the page it opens only when a cell starts there (the course's
+    contents manager names the cell after it); the strict build checks that the site has it."""
+    import jupytext
+
+    from roofline_lib.present.lab_contents import cell_anchor
+
+    missing = []
+    for m in _PLACE_LINK.finditer(page.read_text(encoding="utf-8")):
+        target = (page.parent / m["page"]).resolve()
+        if not target.is_file():
+            missing.append(f"{m['page']}: no such page")
+            continue
+        cells = jupytext.read(target).cells
+        if m["place"] not in {cell_anchor(c.source) for c in cells if c.cell_type == "markdown"}:
+            missing.append(f"{m['page']}#{m['place']}")
+    return missing
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_link_to_a_place_lands_on_a_cell_that_opens_there(page):
+    missing = places_links_miss(page)
+    assert not missing, f"{page.name}: no cell opens at {sorted(set(missing))[:5]} (start one with +++)"
+
+
+def test_the_place_check_sees_a_place_inside_a_cell(tmp_path):
+    header = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8").split("\n# ")[0]  # the MyST notebook header
+    b = header + "\n# B\n\nText.\n\n## Inside\n\n+++\n\n## Opening\n"
+    (tmp_path / "b.md").write_text(b, encoding="utf-8")
+    (tmp_path / "a.md").write_text("[x](b.md#inside), [y](b.md#opening), [z](b.md#b), [w](c.md#q)\n", encoding="utf-8")
+    assert places_links_miss(tmp_path / "a.md") == ["b.md#inside", "c.md: no such page"]
+
+
 def test_the_link_converter_writes_what_the_readers_read(tmp_path):
     L = _lab_links()
     page = ROOT / "notebooks" / "99_planted.md"
@@ -295,11 +333,11 @@ def test_the_link_converter_writes_what_the_readers_read(tmp_path):
         "As ([Kaplan et al. 2020](../book/references.md#cite-kaplan2020scaling); "
         "[Hoffmann et al. 2022](../book/references.md#cite-hoffmann2022chinchilla)) and "
         "[Williams et al. (2009)](../book/references.md#cite-williams2009roofline) say, "
-        "[kernels](../book/glossary.md#term-Kernel), [HBM](../book/glossary.md#term-HBM) and "
+        "[kernels](../book/glossary.md#term-kernel), [HBM](../book/glossary.md#term-hbm) and "
         "[chapter 5](05_mfu.md)."
     )
     assert cited_keys(out) == ["kaplan2020scaling", "hoffmann2022chinchilla", "williams2009roofline"]
-    assert term_targets(out) == ["term-Kernel", "term-HBM"] and L.roles_left(out) == []
+    assert term_targets(out) == ["term-kernel", "term-hbm"] and L.roles_left(out) == []
     assert L.roles_left(line) and L._Converter().convert(out, page) == out  # idempotent
     with pytest.raises(ValueError, match="cites 'nobody2020', which references.bib does not hold"):
         L._Converter().convert("{cite:p}`nobody2020`", page)

@@ -58,6 +58,7 @@ COPIED = ("notebooks", "exercises", "book", "jupytext.toml")  # what the noteboo
 PLACEHOLDERS = re.compile(r"\{glue|\{eval\}|prose\[|\{code-cell\}|:::\{|```\{")
 STDERR = '[data-mime-type="application/vnd.jupyter.stderr"]'
 AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"  # vendored, test-only (its README says whence)
+CONSOLE_ERRORS: list[str] = []  # what the browser's console logged as an error, in this session's Lab
 
 
 # axe-core on the notebook's cells, the course's content, less Lab's own chrome in them: the code
@@ -106,9 +107,11 @@ def lab(tmp_path_factory):
         shutil.copytree(ROOT / "_build" / "prose", root / "_build" / "prose")
     home = tmp_path_factory.mktemp("jupyter-home")
     # This reader's own setting: draw every cell, not only those in view, so the test sees them all.
+    # "defer" draws them all, the ones out of view in idle time; "none" draws them all at once, but
+    # then Lab scrolls to a link's cell before the cells above it are drawn, and misses it.
     tracker = home / "user-settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
-    tracker.write_text('{"windowingMode": "none"}')
+    tracker.write_text('{"windowingMode": "defer"}')
     env = dict(
         os.environ,
         JUPYTER_CONFIG_DIR=str(home / "config"),
@@ -194,6 +197,7 @@ def app(browser, lab):
     page = context.new_page()
     boot_problems: list[str] = []
     page.on("pageerror", lambda e: boot_problems.append(f"page error: {e}"))
+    page.on("console", lambda m: m.type == "error" and CONSOLE_ERRORS.append(m.text))
     # a workspace of its own, so Lab restores no notebook of an earlier run beside this one
     page.goto(f"{lab['base']}/lab/workspaces/{secrets.token_hex(4)}/tree/{CHAPTER}?reset&token={lab['token']}")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=60_000)
@@ -618,3 +622,124 @@ def test_links_work_and_an_unedited_save_changes_nothing(app, lab, path):
         assert not nb.problems, nb.problems
     finally:
         nb.close()
+
+
+# --------------------------------------------------------------------------- every page, and where its links land
+
+#: Every chapter and the two pages the chapters link into most, opened (not run): each is drawn,
+#: each link to a place in another page names a cell of that page, and the console stays clean.
+EVERY_PAGE = tuple(sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.md")))
+EVERY_PAGE += ("book/glossary.md", "book/references.md")
+#: A link as Lab draws it: the file's URL, and a fragment naming a cell (roofline_lib.present.lab_contents)
+_CELL_LINK = re.compile(r"/files/(?P<path>[^?#]+)(?:\?[^#]*)?#cell-id=(?P<cell>[A-Za-z0-9_-]+)$")
+_PLACE_HREF = re.compile(r"/files/[^?#]+\.md(?:\?[^#]*)?#")
+
+
+def open_page(app, lab, path: str) -> str:
+    """Open ``path`` as from the file browser, wait until every cell is drawn, return its panel's id."""
+    page, _ = app
+    widget_id = page.evaluate(
+        "async p => (await jupyterapp.commands.execute('docmanager:open', {path: p, factory: 'Notebook'})).id", path
+    )
+    cells = jupytext.read(lab["root"] / path).cells
+    n_markdown = sum(c.cell_type == "markdown" for c in cells)
+    page.wait_for_function(
+        """([id, n, m]) => { const panel = document.getElementById(id);
+        return panel && panel.querySelectorAll('.jp-Cell').length >= n
+            && panel.querySelectorAll('.jp-MarkdownCell .myst').length >= m; }""",
+        arg=[widget_id, len(cells), n_markdown],
+        timeout=60_000,
+    )
+    return widget_id
+
+
+def _cell_ids(app, path: str, known: dict = {}) -> set[str]:  # noqa: B006  (a cache across the tests)
+    """The cell ids of ``path`` as JupyterLab receives the notebook from the course's contents manager."""
+    if path not in known:
+        page, _ = app
+        known[path] = set(
+            page.evaluate(
+                "async p => (await jupyterapp.serviceManager.contents.get(p)).content.cells.map(c => c.id)", path
+            )
+        )
+    return known[path]
+
+
+def _hrefs(app, widget_id: str) -> list[str]:
+    page, _ = app
+    return page.locator(f'[id="{widget_id}"] .jp-MarkdownCell .myst a').evaluate_all(
+        "els => els.map(a => a.getAttribute('href') || '')"
+    )
+
+
+@pytest.mark.parametrize("path", EVERY_PAGE)
+def test_every_page_is_drawn_and_each_link_to_a_place_names_a_cell_there(app, lab, path):
+    page, _ = app
+    first_error = len(CONSOLE_ERRORS)
+    widget_id = open_page(app, lab, path)
+    try:
+        panel = page.locator(f'[id="{widget_id}"]')
+        prose = "\n".join(panel.locator(".jp-MarkdownCell .myst").all_text_contents())
+        left = PLACEHOLDERS.search(prose)
+        assert not left, f"{path} shows {prose[left.start() : left.start() + 60]!r}"
+        places = [h for h in _hrefs(app, widget_id) if _PLACE_HREF.search(h)]
+        unnamed = [h for h in places if not _CELL_LINK.search(h)]
+        assert not unnamed, f"{path}: links to a place that Lab would open at the top: {unnamed[:3]}"
+        missing = []
+        for href in places:
+            m = _CELL_LINK.search(href)
+            if m["cell"] not in _cell_ids(app, m["path"]):
+                missing.append(f"{m['path']}#{m['cell']}")
+        assert not missing, f"{path}: links to cells that are not there: {sorted(set(missing))[:5]}"
+        if path.startswith("notebooks/"):
+            assert places, f"{path} links to no glossary term, reference or section"
+        if path == "book/glossary.md":  # each term a term over its definition, not run into it
+            terms = panel.locator(".jp-MarkdownCell .myst dl > dt")
+            assert terms.count() == len(re.findall(r"^\(term-", (ROOT / path).read_text(encoding="utf-8"), re.M))
+        if path == "book/references.md":  # the list itself, one entry per key of the bibliography
+            keys = re.findall(r"^@\w+\{", (ROOT / "references.bib").read_text(encoding="utf-8"), re.M)
+            assert panel.locator(".jp-MarkdownCell .myst dl > dt").count() == len(keys)
+        errors = CONSOLE_ERRORS[first_error:]
+        assert not errors, f"{path}: the console logged errors while it opened:\n" + "\n".join(errors[:5])
+    finally:
+        close_widget(page, widget_id)
+
+
+#: One link of each kind, followed as a reader clicks it: the page it opens lands on the entry.
+LANDINGS = (
+    ("notebooks/04_inference_regimes.md", "book/references.md"),  # a citation
+    ("notebooks/04_inference_regimes.md", "book/glossary.md"),  # a glossary term
+    ("notebooks/06_profiling.md", "notebooks/03_counting_flops.md"),  # a section of another chapter
+)
+
+
+@pytest.mark.parametrize(("path", "target"), LANDINGS, ids=("citation", "term", "section"))
+def test_a_link_opens_its_page_with_its_entry_in_view(app, lab, path, target):
+    page, _ = app
+    first_error = len(CONSOLE_ERRORS)
+    widget_id = open_page(app, lab, path)
+    target_id = None
+    try:
+        link = page.locator(f'[id="{widget_id}"] .jp-MarkdownCell .myst a[href*="/files/{target}"]:visible').first
+        href = link.get_attribute("href")
+        cell = _CELL_LINK.search(href)["cell"]
+        link.click()
+        target_id = widget_at(page, target, timeout_ms=30_000)
+        # in view: the entry's cell starts in the upper half of the page it opened, and stays there
+        # once the cells above it are drawn
+        in_view = """([id, cell]) => {
+            const w = [...jupyterapp.shell.widgets('main')].find(x => x.id === id);
+            const c = w && w.isVisible && w.content.widgets.find(x => x.model.id === cell);
+            if (!c) return false;
+            const r = c.node.getBoundingClientRect(), v = w.content.node.getBoundingClientRect();
+            return r.height > 0 && r.top >= v.top - 2 && r.top < v.top + v.height / 2;
+        }"""
+        page.wait_for_function(in_view, arg=[target_id, cell], timeout=20_000)
+        time.sleep(1.0)
+        assert page.evaluate(in_view, [target_id, cell]), f"{target}: the cell {cell!r} scrolled out of view"
+        errors = CONSOLE_ERRORS[first_error:]
+        assert not errors, "the console logged errors:\n" + "\n".join(errors[:5])
+    finally:
+        if target_id:
+            close_widget(page, target_id)
+        close_widget(page, widget_id)

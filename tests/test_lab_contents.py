@@ -181,3 +181,62 @@ def test_a_notebook_whose_save_would_keep_them_gets_no_values(tmp_path):
     assert _roles(model["content"]) == []
     asyncio.run(manager.save({"type": "notebook", "format": "json", "content": model["content"]}, "mine.md"))
     assert "user_expressions" not in page.read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- links that land in Lab
+
+
+def test_a_link_to_a_place_reaches_lab_as_a_cell_fragment_and_a_save_turns_it_back(course):
+    # JupyterLab looks a plain fragment up among the cells it has drawn, which a page it has just
+    # opened has not: it stayed at the top. A cell id it finds at once.
+    manager = CourseContentsManager(root_dir=str(course))
+    before = (course / CHAPTER).read_text(encoding="utf-8")
+    model = _get(manager, CHAPTER)
+    markdown = "".join(c["source"] for c in model["content"]["cells"] if c["cell_type"] == "markdown")
+    assert "](../book/glossary.md#cell-id=term-kv-cache)" in markdown
+    assert "](../book/references.md#cell-id=cite-" in markdown
+    assert not re.search(r"\]\([^)]*\.md#(?!cell-id=)", markdown)  # every link to a place, rewritten
+    assert "](../book/glossary.md#term-kv-cache)" in before and "cell-id=" not in before
+    asyncio.run(manager.save({"type": "notebook", "format": "json", "content": model["content"]}, CHAPTER))
+    assert (course / CHAPTER).read_text(encoding="utf-8") == before
+
+
+def test_links_elsewhere_are_left_alone():
+    from roofline_lib.present.lab_contents import _links_back, _links_to_cells
+
+    text = "[a](https://example.org/x.md#y), [b](#local), [c](05_mfu.md), [d](05_mfu.md#cell-id=x)"
+    assert _links_to_cells(text) == text  # another host, this page, a page's top, already a cell
+    assert _links_to_cells("[e](05_mfu.md#the-bill)") == "[e](05_mfu.md#cell-id=the-bill)"
+    assert _links_back("[e](05_mfu.md#cell-id=the-bill)") == "[e](05_mfu.md#the-bill)"
+
+
+def test_a_cell_that_opens_a_place_gets_its_name_as_its_id(tmp_path):
+    from roofline_lib.present.lab_contents import cell_anchor
+
+    shutil.copy2(ROOT / "jupytext.toml", tmp_path / "jupytext.toml")
+    (tmp_path / "book").mkdir()
+    shutil.copy2(ROOT / "book" / "glossary.md", tmp_path / "book" / "glossary.md")
+    cells = _get(CourseContentsManager(root_dir=str(tmp_path)), "book/glossary.md")["content"]["cells"]
+    ids = [c["id"] for c in cells]
+    assert "term-kernel" in ids and "term-kv-cache" in ids and len(set(ids)) == len(ids)
+    assert cells[0]["id"] == "glossary"  # the page's title: a heading opens the first cell
+    assert cell_anchor("(cite-hockney1994communication)=\nHockney (1994)\n: ...") == "cite-hockney1994communication"
+    assert (
+        cell_anchor("## What `FlopCounterMode` counts, and *misses*\n\ntext")
+        == "what-flopcountermode-counts-and-misses"
+    )
+    assert cell_anchor("Some prose.\n\n## A heading further down") is None  # only a cell's first line
+
+
+def test_heading_anchors_are_the_ones_the_site_resolves():
+    # the same rule as myst-parser's, on every heading of the course a link can name (levels 1 and 2)
+    from myst_parser.mdit_to_docutils.base import default_slugify
+
+    from roofline_lib.present.lab_contents import heading_anchor
+
+    pages = sorted((ROOT / "notebooks").glob("*.md")) + sorted((ROOT / "book").glob("*.md"))
+    titles = [m[1] for p in pages for m in re.finditer(r"^#{1,2} (.+)$", p.read_text(encoding="utf-8"), re.M)]
+    assert len(titles) > 50
+    for title in titles:
+        plain = title.replace("`", "").replace("*", "")
+        assert heading_anchor(title) == default_slugify(plain), title

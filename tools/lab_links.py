@@ -9,13 +9,15 @@ bibliography), nor a ``{term}`` whose glossary is another page, nor ``{doc}``: a
 BibTeX keys, dead ``href="#"`` links and raw paths. A relative Markdown link works in both places:
 
 * ``{doc}`chapter 5 <05_mfu>``          -> ``[chapter 5](05_mfu.md)``
-* ``{term}`kernels <Kernel>``            -> ``[kernels](../book/glossary.md#term-Kernel)``
+* ``{term}`kernels <Kernel>``            -> ``[kernels](../book/glossary.md#term-kernel)``
 * ``{cite:p}`kaplan2020scaling,x```      -> ``([Kaplan et al. 2020](../book/references.md#cite-kaplan2020scaling); ...)``
 * ``{cite:t}`williams2009roofline```     -> ``[Williams et al. (2009)](../book/references.md#cite-williams2009roofline)``
 
-On the site the link lands on the glossary entry or the bibliography entry (Sphinx's ids for
-glossary terms, ``term-<Term>``, and ``bibtex_cite_id = "cite-{key}"``; the site extension tells
-MyST those ids exist). In JupyterLab it opens the glossary, the references or the chapter.
+Each entry of the glossary and of the references page opens with a MyST target, ``(term-kernel)=``
+or ``(cite-<key>)=`` (tools/references_page.py writes the references from ``references.bib``), in a
+cell of its own. On the site the link lands on the entry (the site extension tells MyST those ids
+exist); in JupyterLab the course's contents manager makes each such cell findable by its id, so the
+link lands there too (``roofline_lib.present.lab_contents``).
 """
 
 from __future__ import annotations
@@ -69,15 +71,31 @@ def bib_entries(path: Path = BIB) -> dict[str, tuple[str, str]]:
     return out
 
 
+# A glossary entry: its target on one line, the term on the next, ``(term-kv-cache)=`` / ``KV cache``.
+_GLOSSARY_ENTRY = re.compile(r"^\((?P<anchor>term-[a-z0-9-]+)\)=\n(?P<term>[^\n:][^\n]*)\n: ", re.M)
+
+
 def glossary_terms(path: Path = GLOSSARY) -> dict[str, str]:
-    """``lower-cased term -> the term as the glossary spells it`` (the anchor Sphinx gives it)."""
-    body = re.search(r"```\{glossary\}\n(?P<body>.*?)\n```", path.read_text(encoding="utf-8"), re.S)["body"]
-    return {line.strip().lower(): line.strip() for line in body.splitlines() if line and not line[0].isspace()}
+    """``lower-cased term -> the term as the glossary spells it``, each entry checked against its anchor."""
+    out = {}
+    for m in _GLOSSARY_ENTRY.finditer(path.read_text(encoding="utf-8")):
+        term = m["term"].strip()
+        if term_anchor(term) != m["anchor"]:
+            raise ValueError(
+                f"{path}: the term {term!r} has the anchor {m['anchor']!r}; it should be {term_anchor(term)!r}"
+            )
+        out[term.lower()] = term
+    if not out:
+        raise ValueError(f"{path} defines no term: each entry is '(term-...)=', the term, then ': ' and its definition")
+    return out
 
 
 def term_anchor(term: str) -> str:
-    """Sphinx's id for a glossary term: ``term-`` and the term, non-alphanumerics as hyphens."""
-    return "term-" + re.sub(r"[^A-Za-z0-9]+", "-", term).strip("-")
+    """A glossary term's anchor: ``term-`` and the term in lower case, other characters as hyphens.
+
+    Lower case because both renderers lower-case a MyST target's label in the id they give it
+    (docutils on the site, mystmd in JupyterLab); written so, the anchor is the same in both."""
+    return "term-" + re.sub(r"[^a-z0-9]+", "-", term.lower()).strip("-")
 
 
 def _title(doc: Path) -> str:

@@ -16,17 +16,10 @@
   that add a body-only script (sphinx-thebe's ``const THEBE_JS_URL = ...``) get it registered twice
   by Sphinx 7.4 (once as ``None``, once as ``''``), and a repeated ``const`` is a page error.
 
-* It registers the bibliography style ``roofline`` (``bibtex_default_style`` in ``_config.yml``):
-  pybtex's alpha labels, without the braces that protect a corporate author's name in BibTeX
-  (``{{PCI-SIG}}`` gave the label ``[{PCI-SIG}17]``; it is now ``[PCI-SIG17]``).
-
-* It writes each bibliography entry as ``role="listitem"`` of its ``role="list"`` (docutils writes
-  ``doc-biblioentry``, a role DPUB-ARIA 1.1 deprecates and that axe-core does not count as a list's
-  item: a critical ``aria-required-children`` violation on the References page).
-
-* On ``doctree-read`` it adds a page's glossary terms and bibliography entries to the anchors
-  MyST resolves ``[text](page.md#id)`` links against, so the chapters' plain-Markdown links to
-  them (the form JupyterLab can follow too) land on the entry and are checked by the strict build.
+* On ``doctree-read`` it adds the targets that open a glossary entry, a reference or a section
+  (``(term-kernel)=``, ``(cite-<key>)=``) to the anchors MyST resolves ``[text](page.md#id)``
+  links against, so the chapters' plain-Markdown links to them (the form JupyterLab can follow
+  too) land on the entry and are checked by the strict build.
 
 The vendored MathJax is wired up in ``_config.yml`` (``html_extra_path``, ``mathjax_path``); see
 ``book/_extra/vendor/README.md``.
@@ -44,6 +37,7 @@ EXPLORER_CSS = "roofline-explorer.css"
 SITE_CSS = "roofline-site.css"
 SEARCH_JS = "roofline-search.js"
 
+_ENTRY_PREFIXES = ("term-", "cite-")  # the ids a glossary entry's and a reference's target give it
 _EXPLORER = re.compile(r"""class=["'](?:[^"']*\s)?roofline-explorer(?:\s[^"']*)?["']""")
 
 
@@ -107,56 +101,21 @@ def theme_options(app, config) -> None:
     config.html_theme_options.setdefault("navbar_persistent", [])
 
 
-def _register_bibliography_style() -> None:
-    """pybtex's ``alpha`` style under the name ``roofline``, its labels stripped of braces."""
-    from pybtex.plugin import register_plugin
-    from pybtex.style.formatting.alpha import Style as AlphaStyle
-    from pybtex.style.labels.alpha import LabelStyle as AlphaLabelStyle
-
-    class BracelessLabelStyle(AlphaLabelStyle):
-        def format_labels(self, sorted_entries):
-            for label in super().format_labels(sorted_entries):
-                yield label.replace("{", "").replace("}", "")
-
-    class RooflineStyle(AlphaStyle):
-        default_label_style = "roofline"
-
-    register_plugin("pybtex.style.labels", "roofline", BracelessLabelStyle, force=True)
-    register_plugin("pybtex.style.formatting", "roofline", RooflineStyle, force=True)
-
-
 def register_link_targets(app, doctree) -> None:
-    """Tell MyST that a page's glossary terms and bibliography entries are link targets.
+    """Tell MyST that a page's glossary entries and references are link targets.
 
-    The chapters link a term or a reference as plain Markdown, ``[HBM](../book/glossary.md#term-HBM)``
+    The chapters link a term or a reference as plain Markdown, ``[HBM](../book/glossary.md#term-hbm)``
     or ``[Hockney 1994](../book/references.md#cite-hockney1994communication)``, because that is
     what JupyterLab can follow (tools/lab_links.py). MyST resolves ``page.md#id`` only against a
-    page's heading anchors and would warn; the ids of its ``term`` and ``citation`` nodes
-    (Sphinx's ``term-<Term>``, and ``bibtex_cite_id`` in _config.yml) are added to those anchors.
+    page's heading anchors and would warn; the ids of the entries' targets, ``term-...`` and
+    ``cite-...``, are added to those anchors.
     """
-    from docutils import nodes
-
     found = {}
-    # document.ids, not the tree: the bibliography's citation nodes are only noted as targets
-    # when the page is read, and put in the tree later (sphinxcontrib-bibtex's post-transform)
     for node_id, node in doctree.ids.items():
-        if isinstance(node, (nodes.term, nodes.citation)):
-            found[node_id] = (node.line or 0, node_id, node.astext().strip() or node_id)
+        if node_id.startswith(_ENTRY_PREFIXES):
+            found[node_id] = (node.line or 0, node_id, node.astext().strip()[:80] or node_id)
     if found:
         app.env.metadata[app.env.docname].setdefault("myst_slugs", {}).update(found)
-
-
-def visit_citation(self, node) -> None:
-    """docutils' own visit, with the entry a ``listitem`` of the list it opens around the entries."""
-    if not isinstance(node.previous_sibling(), type(node)):
-        self.body.append('<div role="list" class="citation-list">\n')
-    self.body.append(self.starttag(node, "div", classes=[node.tagname], role="listitem"))
-
-
-def depart_citation(self, node) -> None:
-    self.body.append("</div>\n")
-    if not isinstance(node.next_node(descend=False, siblings=True), type(node)):
-        self.body.append("</div>\n")  # closes the list after the last entry
 
 
 def record_prose_for(app, docname, source) -> None:
@@ -195,10 +154,6 @@ def report_execution_times(app, exception) -> None:
 
 
 def setup(app):
-    _register_bibliography_style()
-    from docutils import nodes
-
-    app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
     app.connect("source-read", record_prose_for)
     app.connect("env-before-read-docs", note_pages_to_read)
     app.connect("build-finished", report_execution_times)

@@ -18,6 +18,15 @@ by ``roofline_lib.present.prose`` while the book builds), as the ``user_expressi
 reads, and an ellipsis for a value no build has recorded. Run All replaces them with the reader's
 own; jupytext's filter keeps them out of a save.
 
+A link to a place in another page, ``[HBM](../book/glossary.md#term-hbm)`` or a section's
+``03_counting_flops.md#what-flopcountermode-counts-and-misses``, lands on that place on the site.
+JupyterLab opens the page and then looks for the fragment among the rendered cells, which a page
+it has just opened has not drawn yet, so it stayed at the top. What it can find at once is a cell
+by its id (a ``#cell-id=...`` fragment). So the manager gives a Markdown cell that opens with a MyST
+target, ``(term-hbm)=``, or with a heading the target's label or the heading's anchor as its cell
+id, and hands JupyterLab each such link with a ``cell-id=`` fragment; a save turns the links back,
+and jupytext stores no cell ids, so the file is as it was.
+
 ``make install`` turns it on through ``lab/jupyter_server_config.json``.
 """
 
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,7 +44,14 @@ from jupytext.async_contentsmanager import build_async_jupytext_contents_manager
 
 from .prose import ROLE
 
-__all__ = ["CourseContentsManager", "course_language_info", "last_build_values", "PLACEHOLDER"]
+__all__ = [
+    "CourseContentsManager",
+    "PLACEHOLDER",
+    "cell_anchor",
+    "course_language_info",
+    "heading_anchor",
+    "last_build_values",
+]
 
 _TEXT_NOTEBOOK_SUFFIXES = (".md", ".myst", ".py")
 PLACEHOLDER = "…"  # a value no build has recorded yet
@@ -82,6 +99,55 @@ def _add_user_expressions(notebook, values: dict[str, str]) -> None:
             ]
 
 
+# A MyST target or a heading on a Markdown cell's first line; a relative link to a place in a page
+# (not one with a scheme, https://...).
+_LEADING_TARGET = re.compile(r"\((?P<label>[^()\s]+)\)=[ \t]*(?:\n|\Z)")
+_LEADING_HEADING = re.compile(r"#{1,6}[ \t]+(?P<title>[^\n]*?)[ \t]*(?:\n|\Z)")
+_PAGE_LINK = re.compile(
+    r"(?P<head>\]\((?P<page>(?![A-Za-z][\w+.-]*:)[^()\s#]+\.(?:md|ipynb))#)(?P<cell>cell-id=)?(?P<fragment>[^()\s]+)\)"
+)
+_CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")  # what nbformat allows as a cell id
+_CELL_FRAGMENT = "cell-id="  # JupyterLab's fragment for a cell, which it finds before it draws the page
+
+
+def heading_anchor(title: str) -> str:
+    """The anchor a link to a heading names on the site (myst-parser's ``myst_heading_anchors``,
+    GitHub's rule): the heading's text, inline code and emphasis read as their text, in lower
+    case, spaces as hyphens, and every character but word characters, ``-`` and CJK dropped."""
+    text = re.sub(r"[`*]", "", title).lower().replace(" ", "-")
+    return re.sub(r"[^\w\u4e00-\u9fff\- ]", "", text)
+
+
+def cell_anchor(source: str) -> str | None:
+    """The place a Markdown cell starts: the label of a MyST target on its first line, else the
+    anchor of a heading there, else None."""
+    target = _LEADING_TARGET.match(source)
+    if target:
+        return target["label"]
+    heading = _LEADING_HEADING.match(source)
+    return heading_anchor(heading["title"]) if heading else None
+
+
+def _anchor_cells(notebook) -> None:
+    """Each Markdown cell that starts a place gets that place's name as its id (once per name)."""
+    taken = {cell.get("id") for cell in notebook.cells}
+    for cell in notebook.cells:
+        anchor = cell_anchor(cell.source) if cell.cell_type == "markdown" else None
+        if anchor and _CELL_ID.match(anchor) and anchor not in taken:
+            cell["id"] = anchor
+            taken.add(anchor)
+
+
+def _links_to_cells(source: str) -> str:
+    """``](page.md#place)`` -> ``](page.md#cell-id=place)``, the fragment JupyterLab scrolls to at once."""
+    return _PAGE_LINK.sub(lambda m: m.group(0) if m["cell"] else f"{m['head']}{_CELL_FRAGMENT}{m['fragment']})", source)
+
+
+def _links_back(source: str) -> str:
+    """What :func:`_links_to_cells` did, undone: the page's own links, as the site reads them."""
+    return _PAGE_LINK.sub(lambda m: f"{m['head']}{m['fragment']})" if m["cell"] else m.group(0), source)
+
+
 def course_language_info() -> dict[str, Any]:
     """What the course's ``python3`` kernel (ipykernel, in this interpreter) reports as ``language_info``."""
     from ipykernel.ipkernel import IPythonKernel
@@ -112,7 +178,22 @@ class CourseContentsManager(build_async_jupytext_contents_manager_class(AsyncLar
             config = await self.get_config(path, use_cache=True)
             if notebook is not None and _save_drops_user_expressions(notebook, config):
                 _add_user_expressions(notebook, last_build_values(self.root_dir, str(path)))
+            if notebook is not None:
+                _anchor_cells(notebook)
+                for cell in notebook.cells:
+                    if cell.cell_type == "markdown":
+                        cell.source = _links_to_cells(cell.source)
         return model
+
+    async def save(self, model, path=""):
+        content = model.get("content") if isinstance(model, dict) else None
+        if model.get("type") == "notebook" and str(path).endswith(_TEXT_NOTEBOOK_SUFFIXES) and content:
+            for cell in content.get("cells", ()):
+                if cell.get("cell_type") == "markdown":
+                    source = cell.get("source", "")
+                    text = "".join(source) if isinstance(source, list) else source
+                    cell["source"] = _links_back(text)
+        return await super().save(model, path)
 
     def _add_language_info(self, notebook) -> None:
         if notebook is None or "language_info" in notebook.metadata:
