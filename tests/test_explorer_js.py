@@ -80,12 +80,16 @@ function evaluateCases(X, cases) {
         var pts = X.steadyFrontier(c.counts, c.gpu, c.policy, c.prompt_len, c.output_len, c.chunk_tokens);
         return c.op === "frontier" ? pts : X.bestSteadyState(pts, c.ttft_s, c.tpot_s);
       }
+      if (c.op === "tpot_span") {
+        return X.tpotSpan(X.steadyFrontier(c.counts, c.gpu, c.policy, c.prompt_len, c.output_len, c.chunk_tokens), c.ttft_s);
+      }
       if (c.op === "node_collective") {
         return X.nodeCollectiveCost(c.collective, c.message_bytes, c.n_gpus, c.node, c.alpha_seconds, c.gpus_per_node);
       }
       if (c.op === "parallel_plan") return X.parallelPlan(c.model, X.parallelCluster(c.node, c.n_gpus), c.layout);
       if (c.op === "parallel_view") return X.parallelExplorerPlan(c.view);
       if (c.op === "parallel_sliders") return X.parallelSliderLog2;
+      if (c.op === "batch_note") return X.parallelBatchNote(c.planned, c.asked, c.dp);
       throw new Error("unknown op " + c.op);
     } catch (err) {
       return { error: String(err.message) };
@@ -932,6 +936,8 @@ _FRONTIER_CASES = {
 
 
 def test_serving_frontier_kv_limit_and_best_point_match_the_library(run_js):
+    from roofline_lib import widgets
+
     cases, expected = [], []
     for model in ("llama-3-8b", "llama-2-70b", "qwen2-7b"):
         for gpu in rl.known_gpus():
@@ -953,6 +959,9 @@ def test_serving_frontier_kv_limit_and_best_point_match_the_library(run_js):
                         best = exc
                     cases.append({"op": "best", "policy": policy, "ttft_s": ttft, "tpot_s": tpot, **base})
                     expected.append(best)
+                    # the TPOT slider's span over this frontier: the widget's rule, on the page too
+                    cases.append({"op": "tpot_span", "policy": policy, "ttft_s": ttft, **base})
+                    expected.append(list(widgets._tpot_span(points, ttft)))
     got = run_js(cases)
     assert {c.feasible for c in expected if isinstance(c, rl.KVCapacity)} == {True, False}  # a 70B fits some chips only
     for case, mine, lib in zip(cases, got, expected):
@@ -963,6 +972,8 @@ def test_serving_frontier_kv_limit_and_best_point_match_the_library(run_js):
             assert [p["batch"] for p in mine] == [p.batch for p in lib], case["gpu"]  # every batch, 1 to the limit
             _assert_matches_library([case] * len(lib), mine, lib, _STEADY_FIELDS, scalar=lambda _case: False)
             assert [p["fitHeadline"] for p in mine] == [p.fit.headline for p in lib], case["gpu"]
+        elif case["op"] == "tpot_span":
+            assert mine == lib, (case["gpu"], case["policy"], case["ttft_s"], mine, lib)  # ends on the 0.01 grid
         elif isinstance(lib, ValueError):
             assert mine["error"] == str(lib), (case, mine)  # the library's refusal, word for word
         else:
@@ -1005,7 +1016,7 @@ def test_serving_worked_example_and_refusals(run_js):
 
 @pytest.mark.parametrize(
     "gpu, policy, ttft, tpot",
-    [("H100", "chunked", 0.5, 0.03), ("A100", "continuous", 0.2, 0.05), ("H200", "disaggregated", 1.0, 0.02)],
+    [("H100", "chunked", 0.5, 0.01), ("A100", "continuous", 0.2, 0.05), ("H200", "disaggregated", 1.0, 0.005)],
 )
 def test_serving_explorer_starts_at_the_widgets_operating_point(run_js, gpu, policy, ttft, tpot):
     from roofline_lib import widgets
@@ -1377,3 +1388,14 @@ def test_the_serving_frontiers_batch_cap_is_the_librarys():
 
     (cap,) = re.findall(r"var FRONTIER_MAX_BATCH = (\d+);", EXPLORER_JS.read_text())
     assert int(cap) == rl.FRONTIER_MAX_BATCH == 1024
+
+
+def test_the_page_and_the_widget_say_the_same_of_a_changed_batch(run_js):
+    # "rounded to" for a batch that dp made larger read as if nothing had grown: the page and the
+    # widget say, in the same words, whether the batch was raised or rounded down
+    from roofline_lib.present.widgets_parallel import _batch_note
+
+    shapes = [(128, 64, 128), (96, 100, 8), (64, 64, 8), (1024, 64, 1024)]  # raised, rounded down, kept
+    got = run_js([{"op": "batch_note", "planned": a, "asked": b, "dp": c} for a, b, c in shapes])
+    assert got == [_batch_note(*shape) for shape in shapes]
+    assert got[0].startswith("The global batch is raised from 64 to 128") and got[2] == ""

@@ -635,21 +635,32 @@ _CELL_LINK = re.compile(r"/files/(?P<path>[^?#]+)(?:\?[^#]*)?#cell-id=(?P<cell>[
 _PLACE_HREF = re.compile(r"/files/[^?#]+\.md(?:\?[^#]*)?#")
 
 
-def open_page(app, lab, path: str) -> str:
-    """Open ``path`` as from the file browser, wait until every cell is drawn, return its panel's id."""
-    page, _ = app
-    widget_id = page.evaluate(
-        "async p => (await jupyterapp.commands.execute('docmanager:open', {path: p, factory: 'Notebook'})).id", path
-    )
+def wait_drawn(page, lab, widget_id: str, path: str) -> None:
+    """Until every cell of the page at ``path`` is drawn, its Markdown by jupyterlab-myst, and every
+    link to another page resolved to the file's URL (jupyterlab-myst resolves them after drawing).
+    A page closed before that logs jupyterlab-myst's "Failed to render" for the cells it was drawing."""
     cells = jupytext.read(lab["root"] / path).cells
     n_markdown = sum(c.cell_type == "markdown" for c in cells)
     page.wait_for_function(
         """([id, n, m]) => { const panel = document.getElementById(id);
         return panel && panel.querySelectorAll('.jp-Cell').length >= n
-            && panel.querySelectorAll('.jp-MarkdownCell .myst').length >= m; }""",
+            && panel.querySelectorAll('.jp-MarkdownCell .myst').length >= m
+            && [...panel.querySelectorAll('.jp-MarkdownCell .myst a[href*=".md"]')]
+                   .every(a => a.getAttribute('href').includes('/files/')); }""",
         arg=[widget_id, len(cells), n_markdown],
         timeout=60_000,
     )
+
+
+def open_page(app, lab, path: str) -> str:
+    """Open ``path`` as from the file browser, wait until it is drawn, return its panel's id."""
+    page, _ = app
+    widget_id = page.evaluate(
+        "async p => (await jupyterapp.commands.execute('docmanager:open', {path: p, factory: 'Notebook'})).id", path
+    )
+    wait_drawn(page, lab, widget_id, path)
+    page.evaluate("id => jupyterapp.shell.activateById(id)", widget_id)  # in front, as a reader has it
+    page.locator(f'[id="{widget_id}"]').wait_for(state="visible", timeout=10_000)
     return widget_id
 
 
@@ -735,7 +746,8 @@ def test_a_link_opens_its_page_with_its_entry_in_view(app, lab, path, target):
             return r.height > 0 && r.top >= v.top - 2 && r.top < v.top + v.height / 2;
         }"""
         page.wait_for_function(in_view, arg=[target_id, cell], timeout=20_000)
-        time.sleep(1.0)
+        wait_drawn(page, lab, target_id, target)  # every cell above it drawn too: it must still be in view
+        time.sleep(0.5)
         assert page.evaluate(in_view, [target_id, cell]), f"{target}: the cell {cell!r} scrolled out of view"
         errors = CONSOLE_ERRORS[first_error:]
         assert not errors, "the console logged errors:\n" + "\n".join(errors[:5])

@@ -472,6 +472,93 @@ def test_no_page_scrolls_sideways_on_a_phone_and_figures_stay_legible(tour, site
     assert not shrunk, "figures shrunk below legibility at 390 px:\n" + "\n".join(shrunk)
 
 
+# At 390 px: every control of an explorer inside the explorer's box (a select as wide as its longest
+# option stuck out of it), and no word of a readout split over two lines (a value squeezed beside a
+# long label broke as "memor-y-bound").
+_PHONE_EXPLORER_PROBE = """() => Array.from(document.querySelectorAll('.roofline-explorer')).map(ex => {
+    const box = ex.getBoundingClientRect(), clipped = [], broken = [];
+    for (const c of ex.querySelectorAll('select, input, output, .roofline-explorer__field')) {
+        const r = c.getBoundingClientRect();
+        if (r.width > 0 && (r.left < box.left - 0.5 || r.right > box.right + 0.5)) {
+            clipped.push(`${c.tagName.toLowerCase()} ${c.name || c.className}: ${Math.round(r.left)}-${Math.round(r.right)} px in ${Math.round(box.left)}-${Math.round(box.right)}`);
+        }
+    }
+    for (const cell of ex.querySelectorAll('.roofline-explorer__readout dt, .roofline-explorer__readout dd')) {
+        const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+        for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+            for (const m of n.data.matchAll(/\\S+/g)) {
+                const range = document.createRange();
+                range.setStart(n, m.index);
+                range.setEnd(n, m.index + m[0].length);
+                const lines = new Set(Array.from(range.getClientRects(), r => Math.round(r.top)));
+                if (lines.size > 1) broken.push(`${cell.tagName.toLowerCase()} ${cell.dataset.quantity || ''}: ${m[0]}`);
+            }
+        }
+    }
+    return {mode: ex.dataset.mode, clipped, broken, readouts: ex.querySelectorAll('.roofline-explorer__readout dd').length};
+})"""
+PHONE_CHAPTERS = ("notebooks/08_communication.html", "notebooks/09_parallelism.html", "notebooks/10_serving.html")
+
+
+def test_on_a_phone_no_explorer_control_is_clipped_and_no_readout_word_is_broken(tour):
+    problems, seen = [], 0
+    for path in PHONE_CHAPTERS:
+        page = tour[path].page
+        page.set_viewport_size({"width": 390, "height": 844})
+        try:
+            page.wait_for_timeout(100)  # the layout at the new width
+            for ex in page.evaluate(_PHONE_EXPLORER_PROBE):
+                seen += 1
+                assert ex["readouts"] >= 3, (path, ex)  # the probe read a drawn explorer
+                problems += [f"{path} ({ex['mode']}): clipped {c}" for c in ex["clipped"]]
+                problems += [f"{path} ({ex['mode']}): broken {b}" for b in ex["broken"]]
+            if path == PHONE_CHAPTERS[-1]:
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                page.locator(".roofline-explorer").first.screenshot(path=str(SHOTS / "chapter-10-explorer-390px.png"))
+        finally:
+            page.set_viewport_size(DESKTOP)
+    assert seen == len(PHONE_CHAPTERS), seen  # one explorer on each
+    assert not problems, "\n".join(problems)
+
+
+def test_the_serving_chart_has_a_legend_and_a_colour_for_each_policy(tour):
+    from roofline_lib.present.widgets import _POLICY_LABELS
+
+    page = tour["notebooks/10_serving.html"].page
+    chart = page.locator('.roofline-explorer[data-mode="serving"] svg').first
+    legend = chart.locator(".roofline-explorer__legend text").all_text_contents()
+    for label in _POLICY_LABELS.values():
+        assert any(text.startswith(label) for text in legend), (label, legend)
+    assert "TPOT objective" in legend and "best under the SLO" in legend
+    strokes = chart.locator("polyline[data-policy]").evaluate_all(
+        "els => els.map(e => [e.dataset.policy, getComputedStyle(e).stroke, getComputedStyle(e).strokeWidth])"
+    )
+    assert len(strokes) >= 3 and len({s for _, s, _ in strokes}) == len(strokes), strokes  # no two alike
+    chosen = page.locator('.roofline-explorer[data-mode="serving"]').first.get_attribute("data-current-policy")
+    widths = {policy: float(w.rstrip("px")) for policy, _, w in strokes}
+    assert widths[chosen] == max(widths.values()) > min(widths.values()), widths  # the chosen one bold
+
+
+def test_the_tpot_slider_moves_the_best_point_over_its_whole_range(visit):
+    # the objective spanned 1 ms to 10 s and the best point moved between 4.7 and 12 ms of it: the
+    # slider's span is now the frontier's (widgets._tpot_span, tpotSpan), on a phone as on a desktop
+    v = visit("notebooks/10_serving.html")
+    v.page.set_viewport_size({"width": 390, "height": 844})
+    slider = v.page.locator('.roofline-explorer[data-mode="serving"] input[name="slo_tpot_s"]').first
+    seen = slider.evaluate("""input => {
+        const lo = Number(input.min), hi = Number(input.max), out = [];
+        for (let i = 0; i <= 40; i++) {
+            input.value = String(lo + (hi - lo) * i / 40);
+            input.dispatchEvent(new Event('input'));
+            out.push(input.closest('.roofline-explorer').querySelector('dd[data-quantity="batch"]').dataset.value);
+        }
+        return out;
+    }""")
+    nothing = sum(b == "" for b in seen)  # below the fastest TPOT no batch meets the objective
+    assert nothing <= 6 and len(set(seen)) >= 28, seen
+    assert not v.problems, "\n".join(v.problems)
+
+
 def test_the_hardware_table_scrolls_in_its_box_with_the_gpu_names_in_view(context, server):
     page = context.new_page()
     try:

@@ -15,6 +15,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import ipywidgets as w  # noqa: E402
+import numpy as np
 import pytest  # noqa: E402
 
 import roofline_lib as rl  # noqa: E402
@@ -402,7 +403,7 @@ def serving():
     return widgets.serving_explorer()
 
 
-def _library_best(model="llama-3-8b", gpu="H100", policy="chunked", ttft=0.5, tpot=0.03):
+def _library_best(model="llama-3-8b", gpu="H100", policy="chunked", ttft=0.5, tpot=0.01):
     server = sv.serving_server(rl.model_config(model), gpu)
     points = sv.steady_frontier(server, policy, 1024, 256, chunk_tokens=2048)
     return points, sv.best_steady_state(points, ttft, tpot)
@@ -427,10 +428,52 @@ def test_serving_controls_move_the_point_as_the_library_does():
     assert ex.result == _library_best(policy="continuous")[1]
     ex.controls["gpu"].value = rl.gpu("A100").key
     assert ex.result == _library_best(gpu="A100", policy="continuous")[1]
-    ex.controls["slo_tpot_s"].value = 10.0
     ex.controls["slo_ttft_s"].value = 10.0
+    ex.controls["slo_tpot_s"].value = 10.0  # past the slider's end: it stops where the best stops moving
     loose = _library_best(gpu="A100", policy="continuous", ttft=10.0, tpot=10.0)[1]
     assert ex.result == loose and ex.result.batch >= 64  # a loose SLO lets the batch grow
+    assert ex.controls["slo_tpot_s"].value == pytest.approx(10 ** ex.controls["slo_tpot_s"].max)
+
+
+def _sweep(ex, positions=41) -> list:
+    """The best batch (None where no batch meets the SLO) at evenly spaced positions of the TPOT slider."""
+    slider, seen = ex.controls["slo_tpot_s"], []
+    for x in np.linspace(slider.min, slider.max, positions):
+        slider.value = 10**x
+        seen.append(ex.result.batch if ex.result else None)
+    return seen
+
+
+@pytest.mark.parametrize("gpu, policy", [("H100", "chunked"), ("A100", "chunked"), ("H100", "continuous")])
+def test_the_tpot_slider_moves_the_best_point_over_its_whole_span(gpu, policy):
+    # over 1 ms to 10 s, the best point of chapter 10's start moved between 4.7 and 12 ms only: a
+    # fortieth of the slider, and the rest changed nothing. Its span is now the frontier's.
+    ex = widgets.serving_explorer(gpu=gpu, policy=policy)
+    seen = _sweep(ex)
+    nothing = sum(b is None for b in seen)  # below the fastest TPOT: said in words, not drawn
+    plateau = len(seen) - seen.index(max(b for b in seen if b is not None))  # at the most tokens/s, and on
+    assert nothing <= 6 and plateau <= 6, seen  # each end within 15 % of the slider
+    assert len(set(seen)) >= 28, seen  # and most positions a different best batch
+
+
+def test_the_tpot_slider_follows_the_gpu_and_an_objective_outside_moves_to_its_end():
+    ex = widgets.serving_explorer()  # H100, chunked, TPOT 10 ms
+    slider = ex.controls["slo_tpot_s"]
+    h100 = (slider.min, slider.max)
+    points = sv.steady_frontier(
+        sv.serving_server(rl.model_config("llama-3-8b"), "H100"), "chunked", 1024, 256, chunk_tokens=2048
+    )
+    assert h100 == widgets._tpot_span(points, 0.5)
+    # 4.7 ms, the fastest TPOT, less 7 %, to 11.6 ms, the most tokens/s, plus 7 %, on the 0.01 grid
+    assert 10 ** h100[0] == pytest.approx(0.00417, rel=1e-2) and 10 ** h100[1] == pytest.approx(0.0126, rel=1e-2)
+    ex.controls["gpu"].value = rl.gpu("L4").key  # slower: every TPOT above 10 ms
+    assert slider.min > h100[1] and slider.value == pytest.approx(10**slider.min)  # the objective moved up
+    assert ex.result is None and "no batch meets the SLO" in ex.readout.value  # 7 % below the fastest TPOT
+    slider.value = 10**slider.max
+    l4 = sv.serving_server(rl.model_config("llama-3-8b"), "L4")
+    points = sv.steady_frontier(l4, "chunked", 1024, 256, chunk_tokens=2048)
+    assert ex.result == sv.best_steady_state(points, 0.5, slider.value) == sv.best_steady_state(points, 0.5, 10.0)
+    assert widgets._tpot_span([], 0.5) == widgets._SLO_LOG10  # nothing sustainable: the whole span
 
 
 def test_serving_slo_nothing_meets_and_a_model_that_does_not_fit_are_said_not_drawn():
@@ -446,7 +489,7 @@ def test_serving_slo_nothing_meets_and_a_model_that_does_not_fit_are_said_not_dr
     "kwargs, error, message",
     [
         ({"policy": "fifo"}, ValueError, "policy must be one of static, continuous"),
-        ({"slo_tpot_s": 20.0}, ValueError, "slo_tpot_s must be between 0.001 and 10 seconds"),
+        ({"slo_tpot_s": 0.03}, ValueError, "slo_tpot_s must be between 0.00416869 and 0.0125893 seconds"),
         ({"slo_ttft_s": 0}, ValueError, "slo_ttft_s must be a positive"),
         ({"chunk_tokens": 0}, ValueError, "chunk_tokens must be a positive whole number"),
         ({"model": "mixtral-8x7b"}, ValueError, "experts or a sliding window"),
@@ -477,5 +520,6 @@ def test_serving_draws_and_reads_out_milliseconds(serving):
     ring = serving.figure.axes[0].get_lines()[-1]
     assert ring.get_xdata()[0] == pytest.approx(best.tpot_s * 1e3, rel=1e-15)
     assert f"TPOT {best.tpot_s * 1e3:.3g} ms, TTFT {best.ttft_s * 1e3:.3g} ms" in serving.readout.value
-    slo = serving.figure.axes[0].get_lines()[len(sv.POLICIES)]  # the dashed objective at 0.03 s = 30 ms
-    assert list(slo.get_xdata()) == pytest.approx([30.0, 30.0])
+    slo = serving.figure.axes[0].get_lines()[len(sv.POLICIES)]  # the dashed objective at 0.01 s = 10 ms
+    assert list(slo.get_xdata()) == pytest.approx([10.0, 10.0])
+    assert slo.get_label() == "TPOT objective"  # the legend names the dashed line too

@@ -14,6 +14,7 @@ from matplotlib.colors import to_rgba  # noqa: E402
 
 import roofline_lib as rl  # noqa: E402
 from roofline_lib import widgets_parallel  # noqa: E402
+from roofline_lib.core.formatting import sig3  # noqa: E402
 
 GIB = 2**30  # bytes in a GiB
 
@@ -28,7 +29,10 @@ def test_the_explorer_starts_at_the_planners_step():
     ex = widgets_parallel.parallel_explorer()  # 64 GPUs / (tp 8 x pp 1) = dp 8
     p = _chapter_9_plan()
     assert ex.result == p
-    assert f"<b>{p.binding}</b> binds" in ex.readout.value and f"MFU at most <b>{p.mfu:.0%}</b>" in ex.readout.value
+    assert f"<b>{p.binding}</b> binds" in ex.readout.value
+    # three figures, as the website prints it: 98.7 %, not 99%
+    assert f"MFU at most <b>{sig3(100 * p.mfu)} %</b>" in ex.readout.value and "%</b>" in ex.readout.value
+    assert "Global batch 64 sequences of 4,096 tokens." in ex.readout.value
     ax = ex.figure.axes[0]
     assert "dp=8 tp=8 pp=1 ZeRO-1" in ax.get_title()
     # memory written in GiB (2**30 bytes), whole numbers in the title
@@ -50,9 +54,16 @@ def test_a_layout_that_does_not_fit_says_so_first_and_a_rounded_batch_says_so():
     assert not ex.result.feasible
     assert ex.readout.value.startswith("<b style='color:#b00020'>DOES NOT FIT: Llama-3-70B training at dp=64")
     assert ex.figure.axes[0].get_title().startswith("DOES NOT FIT. ")
-    assert "rounded" not in ex.readout.value  # 64 sequences split over dp = 64
+    assert "raised" not in ex.readout.value and "rounded" not in ex.readout.value  # 64 split over dp = 64
     ex.controls["n_gpus"].value = 128  # dp 128: the batch of 64 cannot split, and becomes 128
-    assert "The global batch of 64 sequences is rounded to 128, a multiple of dp = 128." in ex.readout.value
+    raised = "The global batch is raised from 64 to 128 sequences: each of the dp = 128 data-parallel ranks"
+    # said in bold, before the step it changed (it was the readout's last sentence, easy to miss)
+    assert f"<b>{raised}" in ex.readout.value
+    assert ex.readout.value.index(raised) < ex.readout.value.index("binds")
+    assert widgets_parallel._batch_note(96, 100, 8) == (
+        "The global batch of 100 sequences is rounded down to 96, a multiple of dp = 8."
+    )
+    assert widgets_parallel._batch_note(64, 64, 8) == ""
 
 
 def test_dp_is_what_tp_and_pp_leave_and_the_batch_becomes_a_multiple_of_it():

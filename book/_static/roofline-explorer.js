@@ -11,7 +11,7 @@
  *   <div class="roofline-explorer" data-mode="mfu" data-gpu="A100" data-precision="bf16" data-n-params="6.7e9" data-tokens-per-s="1.5e6" data-n-gpus="256"></div>
  *   <div class="roofline-explorer" data-mode="flops" data-d-model="4096" data-seq-len="4096" data-n-layers="32" data-vocab="32000" data-ffn-ratio="2.6875" data-gated="true"></div>
  *   <div class="roofline-explorer" data-mode="comms" data-link="NVLink 4" data-n-ranks="8" data-message-bytes="1e8" data-alpha-seconds="5e-6" data-collective="all_reduce"></div>
- *   <div class="roofline-explorer" data-mode="serving" data-gpu="H100" data-policy="chunked" data-slo-ttft-s="0.5" data-slo-tpot-s="0.03"
+ *   <div class="roofline-explorer" data-mode="serving" data-gpu="H100" data-policy="chunked" data-slo-ttft-s="0.5" data-slo-tpot-s="0.01"
  *        data-prompt-len="1024" data-output-len="256" data-chunk-tokens="2048" data-body-flops="..." (serving.step_counts's fields)></div>
  *   <div class="roofline-explorer" data-mode="parallel" data-model="llama-3-70b" data-node="8x-h100" data-n-gpus="64" data-tp="8"
  *        data-pp="1" data-zero="1" data-recompute="selective" data-global-batch="64" data-seq-len="4096"></div>
@@ -688,6 +688,25 @@
     return out;
   }
 
+  var TPOT_MARGIN_LOG10 = 0.03; // widgets._TPOT_MARGIN_LOG10: 7 % past the TPOTs between which the best point moves
+
+  /** widgets._tpot_span: log10 of the TPOT objective slider's ends for one policy's frontier and the TTFT
+   *  objective: from just below the fastest TPOT of the sustainable points within the TTFT objective to
+   *  just above the TPOT of the one with the most tokens/s (the first on a tie), on the 0.01 grid,
+   *  inside SLO_LOG10; the whole of SLO_LOG10 when no point qualifies. */
+  function tpotSpan(points, ttftS) {
+    var ok = points.filter(function (p) { return p.sustainable && p.feasible && p.ttftS <= ttftS; });
+    if (!ok.length) return SLIDER_LOG10.slo_s.slice();
+    var fastest = Infinity, top = null;
+    ok.forEach(function (p) {
+      if (p.tpotS < fastest) fastest = p.tpotS;
+      if (top === null || p.tokensPerS > top.tokensPerS) top = p;
+    });
+    var lo = Math.floor((Math.log10(fastest) - TPOT_MARGIN_LOG10) * 100) / 100;
+    var hi = Math.ceil((Math.log10(top.tpotS) + TPOT_MARGIN_LOG10) * 100) / 100;
+    return [Math.max(lo, SLIDER_LOG10.slo_s[0]), Math.min(hi, SLIDER_LOG10.slo_s[1])];
+  }
+
   /** serving.best_steady_state: the fastest sustainable point within both parts of the SLO (the first, on a tie). */
   function bestSteadyState(points, ttftS, tpotS) {
     positive(ttftS, "ttft_s", "seconds");
@@ -1289,9 +1308,11 @@
     memoryFit: memoryFit,
     steadyFrontier: steadyFrontier,
     bestSteadyState: bestSteadyState,
+    tpotSpan: tpotSpan,
     findNode: findNode,
     nodeCollectiveCost: nodeCollectiveCost,
     parallelCluster: parallelCluster,
+    parallelBatchNote: parallelBatchNote,
     pipelineBubbleFraction: pipelineBubbleFraction,
     stateBytesPerParam: stateBytesPerParam,
     activationBytesPerLayer: activationBytesPerLayer,
@@ -1984,11 +2005,14 @@
     disaggregated: "disaggregated prefill/decode",
   };
 
-  /** Throughput against TPOT on log-log axes: one polyline per policy (the chosen one bold), the
-   *  TPOT objective as a dashed line, the operating point as a circle. */
+  /** Throughput against TPOT on log-log axes: one polyline per policy in its own colour (the chosen
+   *  one bold), the TPOT objective as a dashed line, the operating point as a circle, and a legend
+   *  under the axes that names each (the widget's colours: matplotlib's C0 to C3). */
   function drawFrontier(svg, o) {
     clear(svg);
-    var W = 420, H = 250, L = 60, R = 20, T = 10, B = 38;
+    var legendRows = Math.ceil((SERVING_POLICIES.length + 2) / 2);
+    var W = 420, L = 60, R = 20, T = 10, B = 38, LEGEND = 8 + 16 * legendRows, H = 250 + LEGEND;
+    var plotBottom = H - LEGEND; // the axes end here; the legend sits below
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
     var xs = [o.slo * 1e3], ys = [];
     o.curves.forEach(function (c) {
@@ -1998,12 +2022,12 @@
     var lx0 = Math.floor(Math.log10(Math.min.apply(null, xs) / 1.5)), lx1 = Math.ceil(Math.log10(Math.max.apply(null, xs) * 1.5));
     var ly0 = Math.floor(Math.log10(Math.min.apply(null, ys) / 2)), ly1 = Math.ceil(Math.log10(Math.max.apply(null, ys) * 2));
     function px(x) { return L + ((Math.log10(x) - lx0) / (lx1 - lx0)) * (W - L - R); }
-    function py(y) { return T + ((ly1 - Math.log10(y)) / (ly1 - ly0)) * (H - T - B); }
+    function py(y) { return T + ((ly1 - Math.log10(y)) / (ly1 - ly0)) * (plotBottom - T - B); }
     var g = svgEl("g", { class: "roofline-explorer__axes" });
     for (var e = lx0; e <= lx1; e++) {
       var x = px(Math.pow(10, e));
-      g.appendChild(svgEl("line", { x1: x, x2: x, y1: T, y2: H - B, class: "grid" }));
-      g.appendChild(svgEl("text", { x: x, y: H - B + 14, "text-anchor": "middle" }, tick(Math.pow(10, e))));
+      g.appendChild(svgEl("line", { x1: x, x2: x, y1: T, y2: plotBottom - B, class: "grid" }));
+      g.appendChild(svgEl("text", { x: x, y: plotBottom - B + 14, "text-anchor": "middle" }, tick(Math.pow(10, e))));
     }
     for (var f = ly0; f <= ly1; f++) {
       var y = py(Math.pow(10, f));
@@ -2011,24 +2035,46 @@
       if (f === ly0) continue;
       g.appendChild(svgEl("text", { x: L - 4, y: y + 4, "text-anchor": "end" }, tick(Math.pow(10, f))));
     }
-    g.appendChild(svgEl("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle" }, "TPOT (ms per output token)"));
-    g.appendChild(svgEl("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle",
-      transform: "rotate(-90 12 " + (T + H - B) / 2 + ")" }, "output tokens/s per GPU"));
+    g.appendChild(svgEl("text", { x: (L + W - R) / 2, y: plotBottom - 6, "text-anchor": "middle" }, "TPOT (ms per output token)"));
+    g.appendChild(svgEl("text", { x: 12, y: (T + plotBottom - B) / 2, "text-anchor": "middle",
+      transform: "rotate(-90 12 " + (T + plotBottom - B) / 2 + ")" }, "output tokens/s per GPU"));
     svg.appendChild(g);
     o.curves.forEach(function (c) {
       if (!c.points.length) return;
       svg.appendChild(svgEl("polyline", {
-        class: c.chosen ? "roofline-explorer__roof" : "roofline-explorer__limit",
+        class: "roofline-explorer__policy roofline-explorer__policy--" + c.policy + (c.chosen ? " roofline-explorer__policy--chosen" : ""),
         "data-policy": c.policy,
         points: c.points.map(function (p) { return px(p.tpotS * 1e3) + "," + py(p.tokensPerS); }).join(" "),
       }));
     });
     svg.appendChild(svgEl("line", { class: "roofline-explorer__ridge", x1: px(o.slo * 1e3), x2: px(o.slo * 1e3),
-      y1: T, y2: H - B }));
+      y1: T, y2: plotBottom - B }));
     if (o.best) {
       svg.appendChild(svgEl("circle", { class: "roofline-explorer__point", r: 5,
         cx: px(o.best.tpotS * 1e3), cy: py(o.best.tokensPerS) }));
     }
+    drawFrontierLegend(svg, o, 12, plotBottom + 8, (W - 24) / 2);
+  }
+
+  /** The frontier's legend, two entries a row: each policy's line (bold if chosen, "no point fits" if
+   *  it has none), the TPOT objective and the best point. */
+  function drawFrontierLegend(svg, o, x0, y0, colWidth) {
+    var chosen = {}, empty = {};
+    o.curves.forEach(function (c) { chosen[c.policy] = c.chosen; empty[c.policy] = !c.points.length; });
+    var entries = SERVING_POLICIES.map(function (k) {
+      return { kind: "line", cls: "roofline-explorer__policy roofline-explorer__policy--" + k +
+        (chosen[k] ? " roofline-explorer__policy--chosen" : ""), text: POLICY_LABELS[k] + (empty[k] ? " (none sustainable)" : "") };
+    });
+    entries.push({ kind: "line", cls: "roofline-explorer__ridge", text: "TPOT objective" });
+    entries.push({ kind: "point", cls: "roofline-explorer__point", text: "best under the SLO" });
+    var g = svgEl("g", { class: "roofline-explorer__legend" });
+    entries.forEach(function (e, i) {
+      var x = x0 + (i % 2) * colWidth, y = y0 + Math.floor(i / 2) * 16 + 6;
+      if (e.kind === "line") g.appendChild(svgEl("line", { class: e.cls, x1: x, x2: x + 22, y1: y, y2: y }));
+      else g.appendChild(svgEl("circle", { class: e.cls, r: 4, cx: x + 11, cy: y }));
+      g.appendChild(svgEl("text", { x: x + 26, y: y + 4 }, e.text));
+    });
+    svg.appendChild(g);
   }
 
   /** One model (its counts in the markup) on a chosen GPU under a chosen policy and SLO. */
@@ -2045,7 +2091,7 @@
     var policy0 = host.getAttribute("data-policy") || "chunked";
     steadyState(counts, gpu0, policy0, 1, p0, o0, chunk); // checks the markup before drawing
     var ttft = Number(positive(numberAttr(host, "data-slo-ttft-s", 0.5), "data-slo-ttft-s", "seconds").toPrecision(3));
-    var tpot = Number(positive(numberAttr(host, "data-slo-tpot-s", 0.03), "data-slo-tpot-s", "seconds").toPrecision(3));
+    var tpot = Number(positive(numberAttr(host, "data-slo-tpot-s", 0.01), "data-slo-tpot-s", "seconds").toPrecision(3));
 
     var gpuSelect = el("select", { name: "gpu" });
     fillSelect(gpuSelect, Object.keys(reg.gpus).map(function (k) {
@@ -2075,9 +2121,22 @@
       ui.note.textContent = message;
     }
 
+    /** The TPOT slider over `span` (tpotSpan); an objective outside it moves to the nearer end (the widget's
+     *  _fit_tpot_slider). */
+    function fitTpot(span) {
+      tpotSlider.input.min = String(span[0]);
+      tpotSlider.input.max = String(span[1]);
+      var lo = Math.pow(10, span[0]), hi = Math.pow(10, span[1]);
+      tpot = Math.min(Math.max(tpot, lo), hi);
+      tpotSlider.input.value = String(Math.log10(tpot));
+    }
+
     function refresh() {
       var rec = reg.gpus[gpuSelect.value];
       var policy = policySelect.value;
+      var capacity = kvCapacity(counts, rec, p0, o0);
+      var chosenPoints = capacity.feasible ? steadyFrontier(counts, rec, policy, p0, o0, chunk) : [];
+      fitTpot(tpotSpan(chosenPoints, ttft));
       host.setAttribute("data-current-gpu", rec.key);
       host.setAttribute("data-current-policy", policy);
       host.setAttribute("data-current-slo-ttft-s", String(ttft));
@@ -2085,7 +2144,6 @@
       tpotSlider.output.textContent = sig3(tpot * 1e3) + " ms";
       ttftSlider.output.textContent = sig3(ttft * 1e3) + " ms";
       var curves = [], best = null;
-      var capacity = kvCapacity(counts, rec, p0, o0);
       if (!capacity.feasible) { // not one request fits beside the weights: say so first (widgets.serving_explorer)
         blank(capacity.fitHeadline);
         drawFrontier(ui.svg, { curves: [], slo: tpot, best: null });
@@ -2098,7 +2156,6 @@
         var pts = steadyFrontier(counts, rec, k, p0, o0, chunk).filter(function (p) { return p.sustainable && p.feasible; });
         curves.push({ policy: k, chosen: k === policy, points: pts });
       });
-      var chosenPoints = steadyFrontier(counts, rec, policy, p0, o0, chunk);
       try {
         best = bestSteadyState(chosenPoints, ttft, tpot);
       } catch (err) {
@@ -2193,6 +2250,19 @@
       "text-anchor": "middle" }, sig3(p.memory.capacity / GIB) + " GiB of HBM"));
     g.appendChild(svgEl("text", { x: (L + W - R) / 2, y: memTop + barH + 20, "text-anchor": "middle" },
       "per GPU: weights, gradients, optimizer state, activations"));
+  }
+
+  /** widgets_parallel._batch_note: what the explorer did to the global batch, in words ("" when nothing). */
+  function parallelBatchNote(planned, asked, dp) {
+    if (planned > asked) {
+      return "The global batch is raised from " + grouped(asked) + " to " + grouped(planned) + " sequences: each of " +
+        "the dp = " + dp + " data-parallel ranks needs at least one.";
+    }
+    if (planned < asked) {
+      return "The global batch of " + grouped(asked) + " sequences is rounded down to " + grouped(planned) +
+        ", a multiple of dp = " + dp + ".";
+    }
+    return "";
   }
 
   /** widgets_parallel.parallel_explorer: a shipped model, a node kind and GPU count, tp, pp, ZeRO
@@ -2309,15 +2379,15 @@
         : "does not fit in " + sig3(p.memory.capacity / GIB) + " GiB");
       var lay = "dp=" + p.layout.dp + " tp=" + p.layout.tp + " pp=" + p.layout.pp + " ZeRO-" + p.layout.zero;
       var planned = Math.round(p.tokensPerStep / v.seq_len);
-      var rounded = planned === v.global_batch ? "" : " The global batch of " + grouped(v.global_batch) +
-        " sequences is rounded to " + grouped(planned) + ", a multiple of dp = " + p.layout.dp + ".";
+      var batchNote = parallelBatchNote(planned, v.global_batch, p.layout.dp);
       ui.note.className = "roofline-explorer__note" + (p.feasible ? "" : " roofline-explorer__note--refused");
-      ui.note.textContent = (p.feasible ? "" : p.fitHeadline + " ") + p.model + " on " + p.cluster + " (" + lay + "), " + grouped(p.tokensPerStep / v.seq_len) +
+      ui.note.textContent = (p.feasible ? "" : p.fitHeadline + " ") + (batchNote ? batchNote + " " : "") +
+        p.model + " on " + p.cluster + " (" + lay + "), " + grouped(p.tokensPerStep / v.seq_len) +
         " sequences of " + grouped(v.seq_len) + " tokens a step in " + p.microBatches + " micro-batch(es) per " +
         "data-parallel rank, " + v.recompute + " recompute, mixed-precision Adam at the bf16 dense peak. Each bar is " +
         "one roof on its own; the first is the critical path, the compute with the communication it " + p.assumption.replace(/^assumes /, "assumes: ") +
         ". The step is at least the longer of the critical path and the overlapping roofs (" + p.binding + " binds) and " +
-        "at most their sum if nothing overlaps; MFU is the model's FLOPs over that bound." + rounded +
+        "at most their sum if nothing overlaps; MFU is the model's FLOPs over that bound." +
         " The arithmetic is roofline_lib.workloads.parallel.plan's.";
       drawParallel(ui.svg, p);
       ui.svgTitle.textContent = (p.feasible ? "" : "DOES NOT FIT. ") + "Roofs of one training step of " + p.model + " on " + p.cluster + " (" + lay + "): " +

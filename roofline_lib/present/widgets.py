@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 from dataclasses import dataclass
 
 import ipywidgets as w
@@ -729,6 +730,7 @@ def collective_explorer(
 # --------------------------------------------------------------------------- serving
 
 _SLO_LOG10 = (-3.0, 1.0)  # SLO sliders: 1 ms to 10 s
+_TPOT_MARGIN_LOG10 = 0.03  # the TPOT slider reaches 7 % past the TPOTs between which the best point moves
 _POLICY_LABELS = {
     "static": "static batching",
     "continuous": "continuous batching",
@@ -787,7 +789,36 @@ def _frontiers(server, request: _Request):
     return capacity, curves
 
 
-def _serving_controls(spec, policy: str, tpot0: float, ttft0: float) -> dict[str, w.Widget]:
+def _tpot_span(points, ttft_s: float) -> tuple[float, float]:
+    """log10 of the TPOT objective slider's ends, in seconds, for one policy's frontier and TTFT objective.
+
+    Of the sustainable points within the TTFT objective: 7 % below the fastest TPOT
+    (there no batch meets the objective) to 7 % above the TPOT of the point with the most
+    tokens/s (from there on the best point is that one, however loose the objective). In between,
+    a move of the slider moves the best point. On the slider's 0.01 grid, inside 1 ms to 10 s; the
+    whole of that when no point qualifies. The website's ``tpotSpan`` is the same rule (a test holds
+    the two together).
+    """
+    ok = [p for p in points if p.sustainable and p.feasible and p.ttft_s <= ttft_s]
+    if not ok:
+        return _SLO_LOG10
+    top = max(ok, key=lambda p: p.tokens_per_s)  # the first on a tie, as best_steady_state takes it
+    lo = math.floor((math.log10(min(p.tpot_s for p in ok)) - _TPOT_MARGIN_LOG10) * 100) / 100
+    hi = math.ceil((math.log10(top.tpot_s) + _TPOT_MARGIN_LOG10) * 100) / 100
+    return max(lo, _SLO_LOG10[0]), min(hi, _SLO_LOG10[1])
+
+
+def _fit_tpot_slider(slider: w.FloatLogSlider, span: tuple[float, float]) -> None:
+    """Give the TPOT slider ``span``; an objective outside it moves to the nearer end, where the slider shows it."""
+    with slider.hold_trait_notifications():
+        slider.max = max(span[1], slider.min)  # never below the old min for a moment: min <= max throughout
+        slider.min = span[0]
+        slider.max = span[1]
+        lo, hi = _span(span)
+        slider.value = min(max(slider.value, lo), hi)
+
+
+def _serving_controls(spec, policy: str, tpot0: float, ttft0: float, tpot_span) -> dict[str, w.Widget]:
     return {
         "gpu": _gpu_dropdown(spec),
         "policy": w.Dropdown(
@@ -796,7 +827,7 @@ def _serving_controls(spec, policy: str, tpot0: float, ttft0: float) -> dict[str
             description="policy",
             layout=w.Layout(width="22em"),
         ),
-        "slo_tpot_s": _log_slider(tpot0, _SLO_LOG10, "TPOT SLO (s)"),
+        "slo_tpot_s": _log_slider(tpot0, tpot_span, "TPOT SLO (s)"),
         "slo_ttft_s": _log_slider(ttft0, _SLO_LOG10, "TTFT SLO (s)"),
     }
 
@@ -843,7 +874,7 @@ def _serving_view(tpot0: float) -> _ServingView:
     lines = {}
     for i, key in enumerate(serving.POLICIES):
         (lines[key],) = ax.plot([1.0], [1.0], "-o", ms=3, lw=1, color=f"C{i}", label=_POLICY_LABELS[key])
-    slo_line = ax.axvline(_ms(tpot0), ls="--", color="0.4", lw=1)
+    slo_line = ax.axvline(_ms(tpot0), ls="--", color="0.4", lw=1, label="TPOT objective")
     (dot,) = ax.plot([1.0], [1.0], "o", color="C3", ms=10, mfc="none", mew=2, label="best under the SLO")
     _log_axes(ax, "TPOT (ms per output token)", "output tokens/s per GPU", x_ticks=None, y_ticks=lambda v, _p: _fmt(v))
     ax.legend(fontsize=7, loc="lower right")
@@ -892,7 +923,7 @@ def serving_explorer(
     output_len: int = 256,
     chunk_tokens: int = 2048,
     slo_ttft_s: float = 0.5,
-    slo_tpot_s: float = 0.03,
+    slo_tpot_s: float = 0.01,
 ) -> Explorer:
     """A GPU, a batching policy and an SLO -> the latency-throughput frontier and the best point on it.
 
@@ -911,16 +942,31 @@ def serving_explorer(
     spec = as_gpu(gpu)
     request = _serving_request(policy, prompt_len, output_len, chunk_tokens)
     ttft0 = _in_span(_positive(slo_ttft_s, "slo_ttft_s", "seconds"), _SLO_LOG10, "slo_ttft_s", "seconds")
-    tpot0 = _in_span(_positive(slo_tpot_s, "slo_tpot_s", "seconds"), _SLO_LOG10, "slo_tpot_s", "seconds")
     counts = serving.step_counts(serving.serving_server(cfg, spec, precision=_serving_precision(spec)))  # dense only
-    controls = _serving_controls(spec, policy, tpot0, ttft0)
+    known: dict[str, tuple] = {}  # chip key -> (capacity, frontiers): a GPU's frontiers are drawn once
+
+    def frontiers(key):
+        if key not in known:
+            chip = as_gpu(key)
+            known[key] = _frontiers(serving.serving_server(cfg, chip, precision=_serving_precision(chip)), request)
+        return known[key]
+
+    # the TPOT slider spans what the chosen policy's frontier reaches on the chosen GPU (_tpot_span)
+    span0 = _tpot_span(frontiers(spec.key)[1][policy], ttft0)
+    tpot0 = _in_span(_positive(slo_tpot_s, "slo_tpot_s", "seconds"), span0, "slo_tpot_s", "seconds")
+    controls = _serving_controls(spec, policy, tpot0, ttft0, span0)
     view = _serving_view(tpot0)
+
+    def fit_tpot(_new) -> None:  # a hook: the GPU, the policy or the TTFT objective changed the frontier's span
+        curves = frontiers(as_gpu(controls["gpu"].value).key)[1]
+        span = _tpot_span(curves[controls["policy"].value], controls["slo_ttft_s"].value)
+        _fit_tpot_slider(controls["slo_tpot_s"], span)
 
     def recompute() -> None:
         chip, chosen = as_gpu(controls["gpu"].value), controls["policy"].value
         ttft, tpot = controls["slo_ttft_s"].value, controls["slo_tpot_s"].value
         view.slo_line.set_xdata([_ms(tpot), _ms(tpot)])
-        capacity, curves = _frontiers(serving.serving_server(cfg, chip, precision=_serving_precision(chip)), request)
+        capacity, curves = frontiers(chip.key)
         if not capacity.feasible:  # not one request fits beside the weights on this chip: say so first
             explorer.show_error(capacity.fit.headline)
             view.fail(f"{cfg.name} on {chip.name}: DOES NOT FIT", frontiers=False)
@@ -939,6 +985,12 @@ def serving_explorer(
 
     site_state = functools.partial(_serving_site_state, controls, cfg, request, counts)
     explorer = Explorer(
-        controls, view.fig, recompute, title="Serving frontier explorer", site_mode="serving", site_state=site_state
+        controls,
+        view.fig,
+        recompute,
+        title="Serving frontier explorer",
+        hooks={"gpu": fit_tpot, "policy": fit_tpot, "slo_ttft_s": fit_tpot},
+        site_mode="serving",
+        site_state=site_state,
     )
     return _started(explorer)

@@ -14,7 +14,7 @@ import html
 import ipywidgets as w
 
 from ..core.formatting import num as _fmt
-from ..core.formatting import to_unit
+from ..core.formatting import sig3, to_unit
 from ..core.interconnect import node_registry
 from ..models.transformer import model_config, shipped_models
 from ..workloads.parallel import cluster, plan
@@ -94,21 +94,34 @@ def _draw_roofs(ax, p, v: dict) -> None:
     )
 
 
+def _batch_note(planned: int, asked: int, dp: int) -> str:
+    """What the explorer did to the global batch, in words ("" when nothing): the website's sentence too."""
+    if planned > asked:
+        return (
+            f"The global batch is raised from {asked:,} to {planned:,} sequences: each of the dp = {dp} "
+            "data-parallel ranks needs at least one."
+        )
+    if planned < asked:
+        return f"The global batch of {asked:,} sequences is rounded down to {planned:,}, a multiple of dp = {dp}."
+    return ""
+
+
 def _parallel_readout(p, asked_batch: int, seq_len: int) -> str:
-    """The sentences under the bars: the fit first when the layout does not fit, then the binding
-    roof, the step time, MFU and its assumption, the memory per GPU, and any rounding of the batch."""
+    """The sentences under the bars: the fit first when the layout does not fit, then any change to the
+    batch, the binding roof, the step time, MFU (three figures, as the website prints it) and its
+    assumption, and the memory per GPU."""
     fit = "fits" if p.fits else "<b>does not fit</b>"
     m = p.memory
     first = "" if p.feasible else f"<b style='color:#b00020'>{html.escape(p.fit.headline)}</b><br>"
     planned = round(p.tokens_per_step / seq_len)
-    rounded = "" if planned == asked_batch else (
-        f" The global batch of {asked_batch:,} sequences is rounded to {planned:,}, a multiple of dp = {p.layout['dp']}."
-    )  # fmt: skip
+    note = _batch_note(planned, asked_batch, p.layout["dp"])
+    batch = f"<b>{note}</b><br>" if note else ""
     return (
-        f"{first}<b>{p.binding}</b> binds: step &ge; <b>{_fmt(p.step_seconds)} s</b> "
-        f"({_fmt(p.serial_seconds)} s if nothing overlaps), MFU at most <b>{p.mfu:.0%}</b>; it {p.assumption}. "
+        f"{first}{batch}<b>{p.binding}</b> binds: step &ge; <b>{_fmt(p.step_seconds)} s</b> "
+        f"({_fmt(p.serial_seconds)} s if nothing overlaps), MFU at most <b>{sig3(100 * p.mfu)} %</b>; "
+        f"it {p.assumption}. Global batch {planned:,} sequences of {seq_len:,} tokens. "
         f"Memory per GPU {_fmt(_gib(m.total))} GiB (state {_fmt(_gib(m.state))}, "
-        f"activations {_fmt(_gib(m.activations))}): {fit}.{rounded}"
+        f"activations {_fmt(_gib(m.activations))}): {fit}."
     )
 
 
