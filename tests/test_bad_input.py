@@ -151,6 +151,7 @@ VALID: dict[str, Any] = {
     "bytes_per_s": 1e11,
     "tokens_per_gpu": 4096,
     "compute_seconds": 1e-3,
+    "gradient_seconds": 7e-4,  # seconds of gradient traffic per step
     "comms_seconds": 1e-3,
     "tp": 2,
     # measurement and presentation
