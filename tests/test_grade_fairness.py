@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import jupytext
+import nbformat
 import pytest
 
 from roofline_lib.grading import grader, key, sandbox
@@ -113,10 +114,24 @@ ridge_p = 1200e12 / 6e12 if started == 4096 else ...  # earned only where nothin
 """
 
 
+def _lab_copy(dest: Path, base: Path, output_bytes: int) -> None:
+    """``base`` as JupyterLab saves it after a run: every code cell with ``output_bytes`` of stored output."""
+    nb = jupytext.read(base)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="y" * output_bytes)]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dest)
+
+
+#: 100_000 code cells after an exercise: jupytext once parsed them for 28 s in the grader's process.
+MANY_CELLS = "".join(f"```{{code-cell}} ipython3\nx{i} = {i}\n```\n\n" for i in range(100_000))
+
+
 def _the_class(sub: Path) -> None:
-    """Three honest students and three who attack (copies, a disk filler, a huge answer)."""
+    """Three honest students and four who attack (copies, a disk filler, a huge answer, 100k cells)."""
     solution, stub = ROOT / "solutions" / f"{EX2}.md", ROOT / "exercises" / f"{EX2}.md"
-    _build(sub / "a_honest" / f"{EX2}.md", solution)
+    _lab_copy(sub / "a_honest" / f"{EX2}.ipynb", solution, 2_400_000)  # 17 cells * 2.4 MB: a 41 MB Lab copy
     answers = {t: s for t, s in _tagged(solution).items() if t in ("answer-ex2-a", "answer-ex2-b")}
     _build(sub / "b_pair" / f"{EX2}.md", stub, answers)  # the text notebook: two parts answered ...
     _build(sub / "b_pair" / f"{EX2}.ipynb", solution)  # ... and a complete Lab copy beside it, not graded
@@ -125,11 +140,23 @@ def _the_class(sub: Path) -> None:
     _build(sub / "d_filler" / f"{EX2}.md", solution, {"answer-ex2-a": FILL})
     _build(sub / ESCAPE_NAME / f"{EX2}.md", solution, NUMPY_ANSWERS)
     _build(sub / "f_huge" / f"{EX2}.md", solution, {"answer-ex2-a": 'ridge_p = "x" * 150_000_000  # 150 MB'})
+    (sub / "g_cells").mkdir()
+    (sub / "g_cells" / f"{EX2}.md").write_text(solution.read_text() + MANY_CELLS)  # 4 MB
+
+
+#: ``roofline grade``, writing its own peak resident memory (KiB, VmHWM: ru_maxrss would count the
+#: memory of the process that started it, from before its exec) to the file named first when it exits.
+_PEAK_RSS = (
+    "import atexit, re, runpy, sys; peak = sys.argv.pop(1); "
+    "hwm = lambda: re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read()).group(1); "
+    "atexit.register(lambda: open(peak, 'w').write(hwm())); "
+    "runpy.run_module('roofline_lib.cli', run_name='__main__')"
+)
 
 
 def _grader(sub: Path, out: Path, time_limit_s: int) -> list[str]:
     return [
-        sys.executable, "-m", "roofline_lib.cli", "grade", "--submissions", str(sub), "--workers", "2",
+        sys.executable, "-c", _PEAK_RSS, str(out / "peak_kib"), "grade", "--submissions", str(sub), "--workers", "2",
         "--time-limit", str(time_limit_s), "--csv", str(out / "g.csv"), "--json", str(out / "r.json"),
     ]  # fmt: skip
 
@@ -152,6 +179,7 @@ def _reports(out: Path, returncode: int, stdout: bytes, stderr: bytes) -> dict:
         stderr=stderr.decode("utf-8", "replace"),
         csv=(out / "g.csv").read_text(encoding="utf-8"),
         report=json.loads((out / "r.json").read_text(encoding="utf-8")),
+        peak_mib=int((out / "peak_kib").read_text()) / 1024,
     )
 
 
@@ -208,6 +236,7 @@ def test_every_honest_student_gets_exactly_their_marks_and_attackers_nothing_una
     assert {n: totals[n] for n in ("a_honest", "b_pair", ESCAPE_NAME)} == {"a_honest": 8, "b_pair": 2, ESCAPE_NAME: 8}
     # attackers: the copies earn nothing; the filler and the huge answer lose the part that attacked
     assert {n: totals[n] for n in ("c_copies", "d_filler", "f_huge")} == {"c_copies": 0, "d_filler": 7, "f_huge": 7}
+    assert totals["g_cells"] == 0
     for name in ("d_filler", "f_huge"):
         assert _part_marks(students[name])["ex2-a"] == 0, name
     copies = students["c_copies"]["notebooks"]
@@ -221,11 +250,26 @@ def test_every_honest_student_gets_exactly_their_marks_and_attackers_nothing_una
     assert "over 1 MiB" in huge_a["message"] and not huge["problem"] and huge["seconds"] < 20  # within its limit
 
 
+def test_a_huge_or_pathological_notebook_is_read_within_limits_outside_the_grader(fair_class):
+    students = _by_student(fair_class)
+    (lab,) = students["a_honest"]["notebooks"]
+    assert lab["path"].endswith(f"{EX2}.ipynb") and lab["marks"] == 8 and not lab["problem"]  # 41 MB, as written
+    (cells,) = students["g_cells"]["notebooks"]
+    assert cells["problem"] == (
+        "cannot read the notebook: it has 200036 fence lines (```), more than 1000 code cells can need; "
+        "a notebook may have at most 1000 code cells"
+    )  # 100_000 cells * 2 fences + the solution's 36
+    assert cells["seconds"] < 5 and {p["status"] for p in cells["parts"]} == {"not graded"}
+    # The grader read neither: parsed in its process, the Lab copy alone grew it by about 120 MiB
+    # and the 100k cells by 220 MiB (its peak was 86 MiB for a class of solutions, jupytext loaded).
+    assert fair_class["peak_mib"] < 80, fair_class["peak_mib"]
+
+
 def test_the_class_report_is_written_and_its_three_forms_agree(fair_class):
     rows = list(csv.DictReader(io.StringIO(fair_class["csv"])))
     table = [line for line in fair_class["stdout"].splitlines() if re.search(r"^\S.*   \d+/\d+$", line)]
     students = fair_class["report"]["students"]
-    assert len(rows) == len(table) == len(students) == 6
+    assert len(rows) == len(table) == len(students) == 7
     parts = [c for c in rows[0] if c not in ("student", "total", "max")]
     assert parts == [p.key for p in key.parts_of("ex2")]
     for row, shown_line, s in zip(rows, table, students):

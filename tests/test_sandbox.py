@@ -13,6 +13,7 @@ import io
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -383,16 +384,19 @@ def test_a_sandbox_runs_an_interpreter_that_lives_under_tmp(tmp_path, monkeypatc
 
 
 def test_a_snapshot_refuses_links_and_special_files(tmp_path):
-    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "data").mkdir(parents=True)
     (tmp_path / "s" / EX2).write_text("x")
-    assert grader.snapshot(tmp_path / "s") == {EX2: b"x"}
-    (tmp_path / "s" / "data").symlink_to("/etc/hostname")
-    with pytest.raises(grader.SubmissionRefused, match="data is a symbolic link"):
-        grader.snapshot(tmp_path / "s")
-    (tmp_path / "s" / "data").unlink()
+    (tmp_path / "s" / "data" / "t.csv").write_text("1,2")
+    assert grader.snapshot(tmp_path / "s", tmp_path / "seed") == {EX2: 1, "data/t.csv": 3}  # bytes copied
+    assert (tmp_path / "seed" / EX2).read_text() == "x" and (tmp_path / "seed" / "data" / "t.csv").read_text() == "1,2"
+    assert stat.S_IMODE((tmp_path / "seed").stat().st_mode) == 0o700  # the grader's copy: no sandbox reads it
+    (tmp_path / "s" / "link").symlink_to("/etc/hostname")
+    with pytest.raises(grader.SubmissionRefused, match="link is a symbolic link"):
+        grader.snapshot(tmp_path / "s", tmp_path / "seed2")
+    (tmp_path / "s" / "link").unlink()
     os.mkfifo(tmp_path / "s" / "pipe")
     with pytest.raises(grader.SubmissionRefused, match="pipe is not a regular file"):
-        grader.snapshot(tmp_path / "s")
+        grader.snapshot(tmp_path / "s", tmp_path / "seed3")
 
 
 def _sandboxed(folder: Path, code: str, uid: int | None, *, hidden=()) -> tuple[list[str], dict]:

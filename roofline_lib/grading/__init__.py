@@ -3,6 +3,7 @@
 * :mod:`.grader` grades one student's notebooks or a class, and serves practice checks;
 * :mod:`.key` is the answer key, one module per job: scenarios, references, judges, probes, parts;
 * :mod:`.notebooks` says which files of a submission are graded: one notebook per exercise;
+* :mod:`.reader` reads and parses each graded notebook in a child process, under its limits;
 * :mod:`.sandbox` starts a worker in bubblewrap, as a user of its own;
 * :mod:`.leases` holds what a grader needs on its machine (sandbox uids, its scratch folder);
 * :mod:`.names` shows names a student chose as safe text (escaped on a terminal);

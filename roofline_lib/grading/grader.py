@@ -16,7 +16,9 @@ Three processes, and the key lives in only one kind of them:
 A student earns each exercise's marks at most once: of the files that name an exercise, one is
 graded (:mod:`.notebooks`: the ``.md`` of a jupytext pair; more than one otherwise grades none
 and names them), so no total passes its maximum and the CSV, the JSON and the table agree.
-Names a student chose reach the terminal escaped (:mod:`.names`); the files keep them.
+Names a student chose reach the terminal escaped (:mod:`.names`); the files keep them. The
+grader copies each submission (:func:`snapshot`) but parses none: :mod:`.reader` does, in a
+child, under the notebook's time and memory limits.
 
 Practice mode is the same judge in another process: ``python -m roofline_lib.grading
 --practice`` serves the exercises' check cells (``observer.check``) line by line. See the
@@ -50,7 +52,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..core.formatting import to_unit
-from . import key, leases, sandbox
+from . import key, leases, reader, sandbox
 from .names import for_terminal
 from .names import shown as _shown
 from .notebooks import Clash, exercise_of, one_per_exercise
@@ -164,26 +166,26 @@ def _part_result(part: key.Part, status: str, message: str = "") -> PartResult:
 # ============================================================================ notebooks
 
 
-def _read_cells(path: Path, data: bytes) -> list[tuple[str, list[str]]]:
-    """(source, tags) of each code cell of a notebook's bytes; raises on an unreadable one."""
-    text = data.decode("utf-8")
-    if path.suffix == ".ipynb":
-        import nbformat
+#: The reader server of this grader (:mod:`.reader`): every notebook is read and parsed in a
+#: child of it, under the notebook's limits, never in the grader's process.
+_READER = reader.Reader()
 
-        nb = nbformat.reads(text, as_version=4)
-    else:
-        import jupytext
 
-        nb = jupytext.reads(text, fmt="md")
-    cells = []
-    for c in nb.cells:
-        if c.get("cell_type") != "code":
-            continue
-        tags = c.get("metadata", {}).get("tags", [])
-        tags = [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
-        source = c.get("source", "")
-        cells.append(("".join(source) if isinstance(source, list) else str(source), tags))
-    return cells
+def _read_notebook(path: Path, time_limit_s: float) -> reader.Read:
+    """The code cells of the grader's copy of a notebook, read in a child under the notebook's
+    time limit and a sandbox's memory and CPU limits."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    limits = sandbox.limits(int(time_limit_s) + 10)
+    return _READER.read(fd, path.suffix, time_limit_s, limits, stopped=_SUPERVISOR.stopped.is_set)
+
+
+def _read_problem(read: reader.Read, time_limit_s: float) -> str:
+    """The report's message for a notebook that was not read (``read.end`` is not "read")."""
+    if read.end == "time limit":
+        return f"the time limit of {time_limit_s:g} s was reached while the notebook was read, before any cell ran"
+    if read.end == "interrupted":
+        return f"the grader was stopped ({_SUPERVISOR.signal_name or 'interrupted'}) while the notebook was read"
+    return read.problem
 
 
 def _publish_source(part: key.Part, plan: dict) -> str:
@@ -310,41 +312,51 @@ class SubmissionRefused(Exception):
     """A submission that is not read: a link, a special file, a path out of its folder."""
 
 
-def _read_regular(path: Path, limit: float) -> bytes:
-    """A regular file's bytes, opened without following a link; refuses anything else."""
+def _copy_regular(path: Path, dest: Path, limit: float) -> int:
+    """Copy a regular file, opened without following a link, to the new file ``dest``, a MiB at a
+    time; its size. Refuses anything else, and a file that is or grows past ``limit`` bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
         raise SubmissionRefused(f"{_shown(path.name)} could not be opened ({type(err).__name__})") from None
+    too_large = SubmissionRefused(f"{_shown(path.name)} is larger than {to_unit(limit, 'MB'):g} MB")
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise SubmissionRefused(f"{_shown(path.name)} is not a regular file")
         if info.st_size > limit:
-            raise SubmissionRefused(f"{_shown(path.name)} is larger than {to_unit(limit, 'MB'):g} MB")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+            raise too_large
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        copied = 0
+        with open(dest, "xb") as out:
+            while chunk := os.read(fd, 1 << 20):
+                copied += len(chunk)
+                if copied > limit:
+                    raise too_large
+                out.write(chunk)
+        return copied
     finally:
         os.close(fd)
 
 
-def snapshot(entry: Path, notebooks_only: Sequence[Path] = ()) -> dict[str, bytes]:
-    """A submission read into memory before any kernel starts: ``{relative path: bytes}``.
+def snapshot(entry: Path, dest: Path, notebooks_only: Sequence[Path] = ()) -> dict[str, int]:
+    """A submission copied into the folder ``dest`` (made, mode 0700) before any kernel starts:
+    ``{relative path: bytes copied}``. The grader holds no file's contents: each is copied a MiB
+    at a time, and a notebook is read and parsed later, by :mod:`.reader`.
 
     ``entry`` is a student's folder or a notebook. Every entry is examined with ``lstat`` and
     opened with ``O_NOFOLLOW``: a symbolic link (to a file or a folder), a special file (a FIFO,
     a socket, a device) or anything else that is not a regular file or a folder refuses the
     whole submission (SubmissionRefused, with a message that names the entry and never holds a
     file's contents), so nothing outside the submission is read. Files beyond 50 MB in all are
-    left out, notebooks first in.
+    left out, notebooks first in. What was copied of a refused submission stays in ``dest``.
     """
     info = os.lstat(entry)
     if stat.S_ISLNK(info.st_mode):
         raise SubmissionRefused(f"{_shown(entry.name)} is a symbolic link; hand in the files themselves")
+    dest.mkdir(mode=0o700, parents=True)
     if stat.S_ISREG(info.st_mode):
-        return {entry.name: _read_regular(entry, _MAX_COPY_BYTES)}
+        return {entry.name: _copy_regular(entry, dest / entry.name, _MAX_COPY_BYTES)}
     if not stat.S_ISDIR(info.st_mode):
         raise SubmissionRefused(f"{_shown(entry.name)} is not a regular file or a folder")
     found: list[tuple[str, Path]] = []
@@ -368,21 +380,21 @@ def snapshot(entry: Path, notebooks_only: Sequence[Path] = ()) -> dict[str, byte
     found.sort(key=lambda rp: (rp[1].name not in wanted or "/" in rp[0], rp[0]))
     files, total = {}, 0
     for rel, path in found:
-        data = _read_regular(path, _MAX_COPY_BYTES)
-        total += len(data)
-        if total > _MAX_COPY_BYTES and files:
+        size = os.lstat(path).st_size
+        if total + size > _MAX_COPY_BYTES and files:
             break
-        files[rel] = data
+        files[rel] = _copy_regular(path, dest / rel, _MAX_COPY_BYTES)
+        total += files[rel]
     return files
 
 
-def _write_snapshot(files: dict[str, bytes], dest: Path) -> None:
+def _copy_snapshot(files: dict[str, int], seed: Path, dest: Path) -> None:
+    """The files of a snapshot (:func:`snapshot`), from its folder ``seed`` into ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
-    for rel, data in files.items():
+    for rel in files:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "xb") as f:
-            f.write(data)
+        shutil.copyfile(seed / rel, target)
 
 
 def _own_scratch(scratch: Path, uid: int) -> None:
@@ -392,8 +404,10 @@ def _own_scratch(scratch: Path, uid: int) -> None:
             os.chown(path, uid, uid)
 
 
-def _run_worker(cells, scratch: Path, time_limit_s: float, sandboxed: bool):
+def _run_worker(cells, scratch: Path, time_limit_s: float, sandboxed: bool, seconds_left: float | None = None):
     """Run the cells in a worker; returns (events by cell index, end, the cell it stopped at).
+
+    The worker has ``seconds_left`` of the notebook's ``time_limit_s`` (what reading it left).
 
     ``end`` names how it stopped ("finished", "died", "time limit", "worker gone", "interrupted").
     ``scratch`` holds ``lib`` (the package copy, the worker script) and ``rw`` (the submission
@@ -415,7 +429,7 @@ def _run_worker(cells, scratch: Path, time_limit_s: float, sandboxed: bool):
         proc = _start_worker(argv, rw / "work", kernel_env, start_as)
         if proc is None:
             return _Events(end="interrupted")
-        deadline = time.monotonic() + time_limit_s
+        deadline = time.monotonic() + (time_limit_s if seconds_left is None else seconds_left)
         _send_job(proc, json.dumps(job))
         try:
             events = _read_events(proc, secret, deadline)
@@ -616,29 +630,37 @@ def _opaque(probes: list, rng: random.Random) -> list:
     return probes
 
 
+@dataclass(frozen=True)
+class _Submission:
+    """A student's snapshot: the folder it was copied into and the files it holds."""
+
+    seed: Path
+    files: dict[str, int]
+
+
 def _grade_notebook(
     path: Path,
-    files: dict[str, bytes],
+    submission: _Submission,
     rng: random.Random,
     time_limit_s: float,
     scratch_root: Path,
     label: str,
     sandboxed: bool,
 ) -> NotebookResult:
+    """One notebook read (:func:`_read_notebook`), run in its worker and judged, in ``time_limit_s`` in all."""
     started = time.monotonic()
     exercise = exercise_of(path)
     parts = key.parts_of(exercise.key)
-    try:
-        cells = _read_cells(path, files[path.name])
-    except Exception as err:  # noqa: BLE001 - unreadable input is reported, not raised
-        problem = f"cannot read the notebook ({type(err).__name__})"  # never the text: it may quote a file
-        return NotebookResult(
-            _shown(path), exercise.key, exercise.title, [_part_result(p, "not graded") for p in parts], problem
-        )
+    read = _read_notebook(submission.seed / path.name, time_limit_s)
+    if read.end != "read":
+        problem = _read_problem(read, time_limit_s)  # never the notebook's text: it may quote a file
+        results = [_part_result(p, "not graded", problem) for p in parts]
+        return NotebookResult(_shown(path), exercise.key, exercise.title, results, problem, round(read.seconds, 2))
     probes = {p.key: _opaque(key.draw_probes(p, rng), rng) for p in parts}
     plans = {p.key: key.plan_of(p, probes[p.key]) for p in parts}
-    graded, part_of_cell, publish_of = _graded_cells(cells, exercise, plans)
-    ran = _run_in_scratch(graded, files, scratch_root, label, time_limit_s, sandboxed)
+    graded, part_of_cell, publish_of = _graded_cells(read.cells, exercise, plans)
+    seconds = (time_limit_s, time_limit_s - read.seconds)  # reading took some of the notebook's time
+    ran = _run_in_scratch(graded, submission, scratch_root, label, seconds, sandboxed)
     events, end, stopped_at = ran.outcome()
     problem = _stop_problem(end, stopped_at, part_of_cell, parts[0].key, time_limit_s)
     if end == "died" and stopped_at == -1 and ran.why:
@@ -653,14 +675,17 @@ def _grade_notebook(
     )
 
 
-def _run_in_scratch(graded, files, scratch_root: Path, label: str, time_limit_s: float, sandboxed: bool):
-    """:func:`_run_worker` in a scratch folder of its own (the package copy, the submission), removed after."""
+def _run_in_scratch(graded, submission: _Submission, scratch_root: Path, label: str, seconds, sandboxed: bool):
+    """:func:`_run_worker` in a scratch folder of its own (the package copy, the submission), removed after.
+
+    ``seconds`` is (the notebook's time limit, the seconds of it left for the worker).
+    """
     scratch = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=scratch_root))
     compiled = scratch_root / "compiled" / "lib"
     try:
         _package_copy(scratch, compiled if compiled.is_dir() else None)
-        _write_snapshot(files, scratch / "rw" / "work")
-        return _run_worker(graded, scratch, time_limit_s, sandboxed)
+        _copy_snapshot(submission.files, submission.seed, scratch / "rw" / "work")
+        return _run_worker(graded, scratch, seconds[0], sandboxed, seconds_left=seconds[1])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -763,6 +788,28 @@ def _in_exercise_order(notebooks: list[NotebookResult]) -> list[NotebookResult]:
     return sorted(notebooks, key=lambda n: (len(n.exercise), n.exercise))
 
 
+def _snapshots(students, seeds: Path, rng_master: random.Random) -> tuple[list[tuple], dict[int, str]]:
+    """Every submission copied into ``seeds`` before any kernel starts (:func:`snapshot`).
+
+    Returns (one job per notebook: (student's index, notebook, its :class:`_Submission`, its
+    random draws), the refusal of each submission refused, by student's index).
+    """
+    seeds.mkdir(mode=0o700)
+    jobs, refused = [], {}
+    for s_index, (_, root, notebooks) in enumerate(students):
+        seed = seeds / f"s{s_index:03d}"
+        try:
+            files = snapshot(root, seed, notebooks) if notebooks or root.is_symlink() else {}
+        except (SubmissionRefused, OSError) as err:
+            message = str(err) if isinstance(err, SubmissionRefused) else f"could not be read ({type(err).__name__})"
+            refused[s_index] = f"submission refused: {message}"
+            shutil.rmtree(seed, ignore_errors=True)
+            continue
+        for nb in notebooks:
+            jobs.append((s_index, nb, _Submission(seed, files), random.Random(rng_master.getrandbits(64))))
+    return jobs, refused
+
+
 def _grade_all(
     students: list[tuple[str, Path, list[Path]]],
     *,
@@ -774,32 +821,24 @@ def _grade_all(
     rng_master = random.Random(seed)
     chosen = [one_per_exercise(candidates) for _, _, candidates in students]
     students = [(name, root, notebooks) for (name, root, _), (notebooks, _) in zip(students, chosen)]
-    jobs, refused = [], {}
-    for s_index, (name, root, notebooks) in enumerate(students):
-        try:  # every submission is read into memory before any kernel starts
-            files = snapshot(root, notebooks) if notebooks or root.is_symlink() else {}
-        except (SubmissionRefused, OSError) as err:
-            message = str(err) if isinstance(err, SubmissionRefused) else f"could not be read ({type(err).__name__})"
-            refused[s_index] = f"submission refused: {message}"
-            continue
-        for nb in notebooks:
-            jobs.append((s_index, nb, files, random.Random(rng_master.getrandbits(64))))
+    _READER.start()  # before the processes are counted: it serves the next class too
     before = set(descendants(os.getpid()))
     results: dict[tuple[int, str], NotebookResult] = {}
     with leases.scratch_folder() as scratch_root:  # a killed grader's folders are removed first
         os.chmod(scratch_root, 0o711)  # a sandbox started as its own user passes through, lists nothing
+        jobs, refused = _snapshots(students, scratch_root / "seeds", rng_master)
         if jobs:
             _compiled_copy(scratch_root)  # no key in it: the same files every notebook's copy holds
 
         def one(job):
-            s_index, nb, files, rng = job
+            s_index, nb, submission, rng = job
             label = f"s{s_index:03d}-{exercise_of(nb).key}"
             if _SUPERVISOR.stopped.is_set():
                 return job, _not_graded(nb, f"not graded: the grader was stopped ({_SUPERVISOR.signal_name})")
-            if nb.name not in files:
+            if nb.name not in submission.files:
                 return job, _not_graded(nb, "not graded: the notebook was left out (the submission is over 50 MB)")
             try:
-                return job, _grade_notebook(nb, files, rng, time_limit_s, scratch_root, label, sandboxed)
+                return job, _grade_notebook(nb, submission, rng, time_limit_s, scratch_root, label, sandboxed)
             except Exception as err:  # noqa: BLE001 - one notebook never stops the class
                 return job, _not_graded(nb, f"the grader could not run this notebook ({type(err).__name__})")
 
