@@ -54,7 +54,11 @@ def uid_lock_dir() -> Path:
 
 def _try_lock(path: Path) -> int | None:
     """An open descriptor holding an exclusive lock on ``path``, or None when another holds it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    return _locked(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+
+
+def _locked(fd: int) -> int | None:
+    """``fd`` holding an exclusive lock, or None (``fd`` closed) when another holds the lock."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -87,12 +91,7 @@ def _locked_dir(path: Path) -> int | None:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
+    return _locked(fd)
 
 
 def remove_stale(parent: Path, prefix: str = SCRATCH_PREFIX) -> list[str]:

@@ -76,6 +76,10 @@ class Fit:
             return f"fit not checked: {self.note}"
         return f"fits: {gib(self.need_bytes)} of {gib(self.capacity_bytes)}"
 
+    def first(self, text: str) -> str:
+        """``text`` as a priced result prints it: under the headline when it does not fit, else as is."""
+        return text if self.feasible else f"{self.headline}\n{text}"
+
     def __str__(self) -> str:
         return self.headline
 

@@ -319,7 +319,7 @@ class Plan:
             f"{seconds_text(self.step_seconds)} ({self.binding} binds; {seconds_text(self.serial_seconds)} if nothing "
             f"overlaps), MFU <= {self.mfu:.1%}; {self.assumption}"
         )
-        return text if self.feasible else f"{self.fit.headline}\n{text}"
+        return self.fit.first(text)
 
 
 def _model(model) -> TransformerConfig:

@@ -185,7 +185,7 @@ class ServingRun:
             f"{seconds(self.ttft(50))}, p99 {seconds(self.ttft(99))}; "
             f"TPOT p50 {seconds(self.tpot(50))}, p99 {seconds(self.tpot(99))}"
         )
-        return text if self.feasible else f"{self.fit.headline}\n{text}"
+        return text if self.fit is None else self.fit.first(text)
 
 
 def _plan(policy, running, budget):

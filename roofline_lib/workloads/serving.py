@@ -224,7 +224,7 @@ class StepTime:
             f"{data_size(self.bytes_moved)} ({self.kv_bytes / self.bytes_moved:.0%} KV), "
             f"{seconds_text(self.seconds)} on {self.roof_label}, {self.bound}-bound; {gib(self.fit.need_bytes)} held"
         )
-        return text if self.feasible else f"{self.fit.headline}\n{text}"
+        return self.fit.first(text)
 
 
 def _keys(tokens: int, offset: int, window: int | None) -> int:
@@ -437,7 +437,7 @@ class KVCapacity:
             f"{self.max_requests} requests of {self.used_per_request:,} tokens ({self.allocation}, "
             f"{gib(self.kv_bytes_available)} of KV cache, {self.waste_fraction:.0%} of each reservation unused)"
         )
-        return text if self.feasible else f"{self.fit.headline}\n{text}"
+        return self.fit.first(text)
 
 
 def kv_capacity(
@@ -563,7 +563,7 @@ class SpeculativeDecoding:
             f"{self.expected_tokens:.3g} tokens per check, speed-up {self.speedup:.3g}x "
             f"(check {self.verify_bound}-bound, plain step {self.plain_bound}-bound)"
         )
-        return text if self.feasible else f"{self.fit.headline}\n{text}"
+        return self.fit.first(text)
 
 
 def speculative_decoding(target: Server, draft: Server, batch, context_len, alpha, gamma) -> SpeculativeDecoding:
@@ -694,7 +694,7 @@ class SteadyState:
             f"{self.policy}, batch {self.batch}: TTFT {seconds_text(self.ttft_s)}, TPOT {seconds_text(self.tpot_s)}, "
             f"{self.tokens_per_s:,.0f} tokens/s per device{'' if self.sustainable else ' (not sustainable)'}"
         )
-        return text if self.feasible else f"{self.fit.headline}\n{text}"
+        return self.fit.first(text)
 
 
 def steady_state(
