@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..core import ops
 
-__all__ = ["count_op"]
+__all__ = ["count_op", "FILLED_FACTORIES"]
 
 # dtype names as torch's profiler writes them ("Input type") -> (bytes per element, precision)
 _DTYPES = {
@@ -58,6 +58,10 @@ _ELEMENTWISE = frozenset(
     bitwise_or masked_fill nan_to_num clone contiguous _to_copy copy_ fill_ zero_ tril triu
     """.split()
 )
+# ops torch builds as an allocation followed by a fill (zeros = empty + zero_, full = empty + fill_):
+# the fill they call is the work, so their own time is dispatch however long it runs -- on a loaded
+# core a preempted zeros call can outlast the fill it makes
+FILLED_FACTORIES = frozenset("zeros ones full zeros_like ones_like full_like new_zeros new_ones new_full".split())
 _WRITE_ONLY = frozenset("fill_ zero_ normal_ uniform_ random_ bernoulli_".split())
 _REDUCTIONS = frozenset(
     "sum mean amax amin max min var std norm linalg_vector_norm argmax argmin prod logsumexp".split()

@@ -27,7 +27,7 @@ from ..core.checks import _positive, _positive_int
 from ..core.formatting import from_unit
 from . import kernel_names, traces
 from .profile_live import ProfiledRun, export_profile
-from .recorded_ops import count_op
+from .recorded_ops import FILLED_FACTORIES, count_op
 
 __all__ = ["OpStat", "Trace", "read_trace", "as_trace", "merge_rows", "NO_SHAPES"]
 
@@ -210,10 +210,13 @@ def _composites(cpu_ops, parent, child_time, counts) -> set[int]:
     least half the bytes its own count says it moves. (x * 1.5 calls a copy of the scalar 1.5: 4
     bytes against megabytes, so mul keeps its work. A fused op with no formula, such as
     _addmm_activation, or an addmm that copies its bias into the output first, runs its GEMM in
-    its own self time: that time is work, counted or unclassified, never overhead.)
+    its own self time: that time is work, counted or unclassified, never overhead.) A factory that
+    allocates and then fills (zeros, full, ones_like...) always hands off, however long it ran.
     """
 
     def hands_off(e) -> bool:
+        if str(e.get("name")).removeprefix("aten::").split(".")[0] in FILLED_FACTORIES:
+            return True  # its fill is the work, whatever the clock says of its own time
         own_seconds = float(e.get("dur", 0.0)) - child_time.get(id(e), 0.0)
         return own_seconds <= child_time.get(id(e), 0.0)
 
