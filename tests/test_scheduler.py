@@ -161,3 +161,41 @@ def test_the_rate_search_finds_the_edge_a_coarse_grid_misses(toy):
 def test_bad_input_is_refused_naming_the_parameter_and_unit(toy, call, message):
     with pytest.raises(ValueError, match=message):
         call(toy)
+
+
+def _fit_by_pricing_every_step(server, trace, policy, **limits):
+    """The fit a run keeps, found the slow way: every step priced in full, its fit written out."""
+    kept = None
+
+    def execute(work):
+        nonlocal kept
+        step = sv.step_time(server, [c for _, c in work])
+        f = step.fit
+        if kept is None or (kept.feasible and (not f.feasible or f.need_bytes > kept.need_bytes)):
+            kept = f
+        return step.seconds
+
+    run = sch.run_policy(trace, execute, policy, **limits)
+    return run, kept
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu", "prompt", "expect_fit"),
+    [
+        ("llama-3-8b", "H100 SXM", (64, 512), True),
+        ("llama-2-70b", "H100 SXM", (64, 512), False),
+        ("llama-2-7b", "H100 SXM", (3000, 3900), False),
+    ],
+    ids=("fits", "weights-too-big", "past-the-context"),
+)
+def test_a_simulated_run_keeps_the_fit_that_pricing_every_step_in_full_keeps(model, gpu, prompt, expect_fit):
+    # simulate writes out a step's fit only when it is the one the run keeps (the first that does
+    # not fit, else the largest): the same fit, and the same times, as writing every step's out
+    server = rl.serving_server(rl.model_config(model), gpu)
+    trace = rl.poisson_trace(24, 40.0, prompt, (200, 400), seed=1)
+    for policy in ("continuous", "chunked"):
+        limits = dict(max_batch=16, chunk_tokens=512 if policy == "chunked" else None)
+        fast = rl.simulate(trace, server, policy, **limits)
+        slow, kept = _fit_by_pricing_every_step(server, trace, policy, **limits)
+        assert fast.fit == kept and fast.fit.feasible is expect_fit, (policy, fast.fit)
+        assert fast.times == slow.times and fast.steps == slow.steps and fast.busy_s == slow.busy_s

@@ -43,7 +43,16 @@ from ..core.checks import _positive, _positive_int, _text
 from ..core.formatting import seconds, to_unit
 from .comms import collective_cost
 from .feasibility import Fit
-from .serving import POLICIES, Chunk, RequestTimes, Server, _as_server, step_time
+from .serving import (
+    POLICIES,
+    Chunk,
+    RequestTimes,
+    Server,
+    _as_server,
+    _grouped,
+    _price,
+    _step_seconds_and_need,
+)
 
 __all__ = [
     "Request",
@@ -394,11 +403,12 @@ class _PricedSteps:
         self.server, self.fit = server, None
 
     def __call__(self, work) -> float:
-        step = step_time(self.server, [c for _, c in work])
-        f = step.fit
-        if self.fit is None or (self.fit.feasible and (not f.feasible or f.need_bytes > self.fit.need_bytes)):
-            self.fit = f
-        return step.seconds
+        groups = _grouped([c for _, c in work])
+        seconds, need, fits = _step_seconds_and_need(self.server, groups)
+        kept = self.fit
+        if kept is None or (kept.feasible and (not fits or need > kept.need_bytes)):
+            self.fit = _price(self.server, groups).fit  # written out only for the step it keeps
+        return seconds
 
 
 def _worse(a: Fit | None, b: Fit | None) -> Fit | None:

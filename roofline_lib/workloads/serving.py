@@ -264,11 +264,8 @@ def server_fit(server: Server, contexts, new_tokens: int, logits_rows: int) -> F
     """
     cfg = server.cfg
     groups = tuple(contexts)
-    kv = sum(n * _kv_held(cfg, c, server.kv_bytes_per_elem) for c, n in groups)
-    longest = max(c for c, _ in groups)
+    kv, activations, longest = _held(server, groups, new_tokens, logits_rows)
     sequences = sum(n for _, n in groups)
-    per_token, per_row = _activation_parts(cfg)
-    activations = new_tokens * per_token + logits_rows * per_row
     parts = {"weights": server.weight_bytes, "KV cache": kv, "activations": activations}
     largest = None
     if server.capacity_bytes is not None:
@@ -288,8 +285,16 @@ def server_fit(server: Server, contexts, new_tokens: int, logits_rows: int) -> F
     )
 
 
-def _price(server: Server, groups) -> StepTime:
-    """Price ``groups``, pairs of (Chunk, how many requests have that chunk), on ``server``'s roof."""
+def _held(server: Server, contexts, new_tokens: int, logits_rows: int) -> tuple[float, float, int]:
+    """Step: (KV bytes held, activation bytes, longest context) of a step over ``contexts`` pairs."""
+    cfg = server.cfg
+    kv = sum(n * _kv_held(cfg, c, server.kv_bytes_per_elem) for c, n in contexts)
+    per_token, per_row = _activation_parts(cfg)
+    return kv, new_tokens * per_token + logits_rows * per_row, max(c for c, _ in contexts)
+
+
+def _counts(server: Server, groups) -> tuple[int, int, float, float, float]:
+    """Step: (new tokens, logits rows, FLOPs, weight bytes read, KV bytes moved) of ``groups``."""
     cfg = server.cfg
     window = cfg.sliding_window
     body, per_key, unembed = _flop_parts(cfg)
@@ -300,10 +305,21 @@ def _price(server: Server, groups) -> StepTime:
     weights = _weights_read(cfg, new_tokens, server.bytes_per_param)
     cached = sum((c.offset if window is None else min(c.offset, window - 1)) * n for c, n in groups)  # + itself
     kv = (cached + new_tokens) * server.kv_bytes_per_token  # read the cache before, write the new tokens
+    return new_tokens, rows, flops, weights, kv
+
+
+def _contexts(groups):
+    """The (context once the step is done, sequences) pairs of ``groups``."""
+    return tuple((c.offset + c.tokens, n) for c, n in groups)
+
+
+def _price(server: Server, groups) -> StepTime:
+    """Price ``groups``, pairs of (Chunk, how many requests have that chunk), on ``server``'s roof."""
+    new_tokens, rows, flops, weights, kv = _counts(server, groups)
     total = weights + kv
     at_roof = server.roof.seconds(flops, total)
     decode = sum(n for c, n in groups if c.tokens == 1)
-    fit = server_fit(server, ((c.offset + c.tokens, n) for c, n in groups), new_tokens, rows)
+    fit = server_fit(server, _contexts(groups), new_tokens, rows)
     return StepTime(
         prefill_tokens=new_tokens - decode,
         decode_tokens=decode,
@@ -321,16 +337,33 @@ def _price(server: Server, groups) -> StepTime:
     )
 
 
+def _step_seconds_and_need(server: Server, groups) -> tuple[float, float, bool]:
+    """A step's seconds, the bytes it holds and whether it fits, as :func:`_price` and its fit give
+    them, without writing the fit out (a simulator prices tens of thousands of steps and keeps one
+    fit). ``groups`` are (Chunk, requests) pairs, already checked."""
+    new_tokens, rows, flops, weights, kv = _counts(server, groups)
+    held, activations, longest = _held(server, _contexts(groups), new_tokens, rows)
+    need = sum(b for b in (server.weight_bytes, held, activations) if b)  # as memory_fit adds its parts
+    limit = max_context(server.cfg)
+    fits = (server.capacity_bytes is None or need <= server.capacity_bytes) and (limit is None or longest <= limit)
+    return server.roof.seconds(flops, weights + kv) + server.overhead_seconds, need, fits
+
+
 def step_time(server: Server, chunks) -> StepTime:
     """Price one step of ``chunks`` (:class:`Chunk`, one per request) on ``server``'s roof."""
     server = _as_server(server)
     chunks = _sequence(chunks, "chunks", "Chunk(tokens, offset, logits)")
     if not chunks or not all(isinstance(c, Chunk) for c in chunks):
         raise ValueError(f"chunks must be one or more Chunk(tokens, offset, logits), got {chunks!r}")
+    return _price(server, _grouped(chunks))
+
+
+def _grouped(chunks) -> tuple:
+    """``chunks`` as (Chunk, how many requests have it) pairs, in first-seen order."""
     groups: dict[Chunk, int] = {}
     for c in chunks:
         groups[c] = groups.get(c, 0) + 1
-    return _price(server, tuple(groups.items()))
+    return tuple(groups.items())
 
 
 def prefill_step(server: Server, prompt_len, *, batch=1, cached_prefix=0) -> StepTime:
