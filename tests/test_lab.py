@@ -652,11 +652,19 @@ def wait_drawn(page, lab, widget_id: str, path: str) -> None:
     )
 
 
+#: A page opened to be read, not run: Lab starts no kernel for it. A kernel took a page 5 to 12 s
+#: to open and close (its start, its first idle, its shutdown), and nothing these tests check needs one.
+_READ_ONLY = "{shouldStart: false, canStart: false}"
+
+
 def open_page(app, lab, path: str) -> str:
-    """Open ``path`` as from the file browser, wait until it is drawn, return its panel's id."""
+    """Open ``path`` as from the file browser, without a kernel, wait until it is drawn, return its
+    panel's id."""
     page, _ = app
     widget_id = page.evaluate(
-        "async p => (await jupyterapp.commands.execute('docmanager:open', {path: p, factory: 'Notebook'})).id", path
+        "async p => (await jupyterapp.commands.execute('docmanager:open',"
+        f" {{path: p, factory: 'Notebook', kernelPreference: {_READ_ONLY}}})).id",
+        path,
     )
     wait_drawn(page, lab, widget_id, path)
     page.evaluate("id => jupyterapp.shell.activateById(id)", widget_id)  # in front, as a reader has it
