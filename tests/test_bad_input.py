@@ -61,6 +61,7 @@ ON_DEMAND = (
     "diagnosis_report",
     "explorer",
     "widgets_parallel",
+    "energy_live",
 )
 
 #: What each kind of parameter looks like in a valid call, by name. SI units throughout.
@@ -163,6 +164,15 @@ VALID: dict[str, Any] = {
     "device_name": "NVIDIA H100 80GB HBM3",
     "indent": 2,
     "width": 100,
+    # energy and cost (H100 SXM: 121.7 W static, 700 W TDP)
+    "cap_watts": 500.0,  # watts, between the static power and the TDP
+    "tdp_watts": 700.0,
+    "idle_watts": 100.0,
+    "joules_per_hbm_byte": 31.76e-12,  # 3.97 pJ/bit * 8 bits
+    "dollars_per_hour": 2.0,
+    "joules": 3.6e9,  # 1000 kWh
+    "grid_g_per_kwh": 400.0,
+    "pue": 1.1,
 }
 
 #: Per-function values where the name alone does not say what a valid call needs.
@@ -248,10 +258,16 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "rl.training_state_bytes": {"model": lambda: _config()},
     "rl.activation_bytes_per_layer": {"micro_batch": 1},
     "rl.compare_run": {"run": lambda: rl.published_runs()[0]},
+    "rl.decode_energy": {"server": lambda: _server(), "batch": 4, "context_len": 64},
+    "rl.prefill_energy": {"server": lambda: _server(), "prompt_len": 64},
+    "rl.request_energy": {"server": lambda: _server(), "batch": 4, "prompt_len": 64, "output_len": 16},
+    "rl.step_energy": {"server": lambda: _server(), "step": lambda: rl.decode_step(_server(), 4, 64)},
+    "rl.training_energy": {"tokens": 1e12},
     # the piles through a GPU trace, and a folder of ranks: the repository's synthetic traces
     "diagnosis_report.piles_over_time": {"trace": lambda: _gpu_trace(), "diagnosis": lambda: _gpu_diagnosis()},
     "diagnosis_report.plot_piles": {"trace": lambda: _gpu_trace(), "diagnosis": lambda: _gpu_diagnosis()},
     "diagnosis_report.plot_ranks": {"summary": lambda: _rank_summary()},
+    "energy_live.energy_between": {"before": lambda: (1.0,), "after": lambda: (2.0,), "wrap_joules": lambda: (None,)},
 }
 
 #: Public names that are not called here, and why. Classes are data holders the library builds
@@ -348,6 +364,7 @@ NOT_CALLED: dict[str, str] = {
     "rl.fit_layouts": "prices every layout with plan (whose refusals are tested here); its own in test_feasibility",
     "rl.published_runs": "takes no arguments",
     "parallel_live.measure_parallel": "trains on local gloo ranks for seconds; its refusals are in test_parallel_live",
+    "energy_live.measure_energy": "reads this machine's energy counter; tested with a fake counter in test_energy_live",
     "parallel_live.compare_parallel": "takes measure_parallel's LiveMeasurement; its refusal is in test_parallel_live",
 }
 

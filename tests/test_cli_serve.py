@@ -69,3 +69,33 @@ def test_bad_input_exits_2_naming_the_flag(capsys, argv, flag):
 def test_an_unknown_model_is_a_usage_error(capsys):
     code, _, err = run(capsys, "serve", "no-such-model", "--gpu", "H100", *SLO)
     assert code == 2 and "no-such-model" in err
+
+
+def test_the_best_point_prints_joules_and_dollars_per_token_with_the_price_source(capsys):
+    import roofline_lib as rl
+
+    code, out, _ = run(capsys, "serve", "llama-3-8b", "--gpu", "H100", *SLO, "--policy", "continuous")
+    (row,) = [line for line in out.splitlines() if line.startswith("  continuous")]
+    joules, joules_unit, dollars = row.split()[7:10]
+    assert code == 0 and joules_unit in ("mJ", "J") and float(dollars) > 0
+    assert "$4.916 per GPU-hour (Amazon EC2 Capacity Blocks" in out and "2024-Q4" in out
+    code, out, _ = run(capsys, "serve", "llama-3-8b", "--gpu", "H100", *SLO, "--policy", "continuous", "--json")
+    data = json.loads(out)
+    got = data["best"]["continuous"]
+    server = rl.serving_server(rl.model_config("llama-3-8b"), "H100")
+    energy = rl.request_energy(server, got["batch"], 1024, 256)
+    assert got["joules_per_output_token"] == pytest.approx(energy.joules_per_token)
+    # one GPU's output tokens per second at $4.916 per GPU-hour
+    assert got["dollars_per_million_tokens"] == pytest.approx(4.916 / (got["tokens_per_s_per_gpu"] * 3600) * 1e6)
+    assert data["price"]["date"] == "2024-Q4" and "Capacity Blocks" in data["price"]["source"]
+
+
+def test_a_gpu_without_a_price_or_power_figures_says_why_the_columns_are_empty(capsys):
+    code, out, _ = run(
+        capsys, "serve", "llama-3-8b", "--gpu", "L4", "--ttft", "500", "--tpot", "100", "--policy", "continuous"
+    )
+    assert code == 0
+    assert "$/M tokens: no GPU-hour price on record for the L4: give --price" in out
+    assert "J/token: gpu 'L4' has no power and energy figures" in out
+    code, _, err = run(capsys, "serve", "llama-3-8b", "--gpu", "H100", *SLO, "--price", "-1")
+    assert code == 2 and "--price: dollars_per_hour must be a non-negative number of US dollars per GPU-hour" in err

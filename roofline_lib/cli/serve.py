@@ -2,7 +2,10 @@
 
 Each batching policy's steady-state frontier (:func:`~roofline_lib.workloads.serving.steady_frontier`: every
 batch the paged KV cache holds) is cut by the SLO, and the best point printed: its batch, TTFT, TPOT
-and output tokens per second per GPU. A model whose weights and one request do not fit says so first.
+and output tokens per second per GPU, with its joules per output token
+(:func:`~roofline_lib.workloads.energy.request_energy`) and dollars per million output tokens at the
+registry's dated GPU-hour price (or ``--price``). A model whose weights and one request do not fit
+says so first.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ def add(sub) -> None:
     p.add_argument("--chunk-tokens", type=int, default=2048, action=Once, help="chunked prefill's token budget a step")
     p.add_argument("--bytes-per-param", type=float, default=2, action=Once, help="weight width (default 2: bf16)")
     p.add_argument("--kv-bytes", type=float, action=Once, help="KV-cache element width (default: the weights')")
+    p.add_argument("--price", type=float, action=Once, help="US dollars per GPU-hour (default: the registry's)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--plot", action=Once, metavar="FILE", help="draw the frontiers and the SLO (.png, .svg or .pdf)")
     p.set_defaults(run=run)
@@ -45,6 +49,7 @@ def _flag_of(message: str) -> str:
         "bytes_per_param": "--bytes-per-param",
         "kv_bytes_per_elem": "--kv-bytes",
         "policy": "--policy",
+        "dollars_per_hour": "--price",
         "hardware": "--gpu",
         "cfg": "MODEL",
     }
@@ -52,7 +57,7 @@ def _flag_of(message: str) -> str:
     return f"{flags[first]}: {message}" if first in flags else message
 
 
-def _point(p) -> dict:
+def _point(p, money: dict) -> dict:
     return {
         "policy": p.policy,
         "batch": p.batch,
@@ -62,7 +67,42 @@ def _point(p) -> dict:
         "decode_bound": p.decode_bound,
         "devices": p.devices,
         "fit": p.fit.headline,
+        **money,
     }
+
+
+def _price(price_arg, gpu) -> dict:
+    """The GPU-hour price the table uses: ``--price``, else the registry's dated one, else none (and why)."""
+    from ..core.checks import _positive
+    from ..workloads.energy_cost import gpu_hour_price
+
+    if price_arg is not None:
+        dollars = _positive(price_arg, "dollars_per_hour", "US dollars per GPU-hour", allow_zero=True)
+        return {"dollars_per_gpu_hour": dollars, "source": "--price", "date": None}
+    try:
+        price = gpu_hour_price(gpu)
+    except ValueError:
+        return {"dollars_per_gpu_hour": None, "source": f"no GPU-hour price on record for the {gpu.name}: give --price"}
+    return {
+        "dollars_per_gpu_hour": price.dollars_per_hour,
+        "source": f"{price.source} ({price.detail})",
+        "date": price.date,
+    }
+
+
+def _money(server, point, request: dict, price: dict) -> dict:
+    """Joules per output token of a best point and its dollars per million output tokens (None without a price
+    or power figures)."""
+    from ..workloads.energy import request_energy
+    from ..workloads.energy_cost import cost_per_million_tokens
+
+    try:
+        joules = request_energy(server, point.batch, request["prompt_len"], request["output_len"]).joules_per_token
+    except ValueError:  # a GPU without power figures
+        joules = None
+    dollars = price["dollars_per_gpu_hour"]
+    cost = None if dollars is None else cost_per_million_tokens(point.tokens_per_s, dollars)
+    return {"joules_per_output_token": joules, "dollars_per_million_tokens": cost}
 
 
 def _best_of(server, policies, request: dict, ttft_s: float, tpot_s: float):
@@ -102,6 +142,38 @@ def _plot(path, curves: dict, best: dict, tpot_s: float, title: str) -> None:
     fig.savefig(path)
 
 
+def _print_point(policy: str, point, row: dict) -> None:
+    from ..core.formatting import energy_text, seconds
+
+    joules, cost = row["joules_per_output_token"], row["dollars_per_million_tokens"]
+    print(
+        f"  {policy:<14} {point.batch:>6} {seconds(point.ttft_s):>9} {seconds(point.tpot_s):>9} "
+        f"{point.tokens_per_s:>17,.0f} {'-' if joules is None else energy_text(joules):>9} "
+        f"{'-' if cost is None else f'{cost:.3g}':>10}  {point.decode_bound}-bound"
+    )
+
+
+def _print_price(price: dict) -> None:
+    dollars = price["dollars_per_gpu_hour"]
+    if dollars is None:
+        print(f"  $/M tokens: {price['source']}")
+    else:
+        when = "" if price["date"] is None else f", {price['date']}"
+        print(
+            f"  $/M tokens at ${dollars:.4g} per GPU-hour ({price['source']}{when}); J/token per output token, prefill included"
+        )
+
+
+def _print_power_note(gpu) -> None:
+    """Why J/token is blank: the GPU has no power figures in the registry."""
+    from ..workloads.energy import power_spec
+
+    try:
+        power_spec(gpu)
+    except ValueError as exc:
+        print(f"  J/token: {exc}")
+
+
 def run(args) -> int:
     from ..core.checks import _positive
     from ..core.formatting import seconds
@@ -130,6 +202,7 @@ def run(args) -> int:
         raise UsageError(f"--gpu: {exc}") from exc
     request = {"prompt_len": args.prompt_len, "output_len": args.output_len, "chunk_tokens": args.chunk_tokens}
     try:
+        price = _price(args.price, gpu)
         server = serving.serving_server(cfg, gpu, bytes_per_param=args.bytes_per_param, kv_bytes_per_elem=args.kv_bytes)
         capacity = serving.kv_capacity(server, args.prompt_len, args.output_len)
         curves, best = _best_of(server, policies, request, ttft_s, tpot_s)
@@ -144,7 +217,10 @@ def run(args) -> int:
         "request": request,
         "slo": {"ttft_seconds": ttft_s, "tpot_seconds": tpot_s},
         "batches_searched": len(serving.frontier_batches(server, args.prompt_len, args.output_len)),
-        "best": {k: (v if isinstance(v, str) else _point(v)) for k, v in best.items()},
+        "price": price,
+        "best": {
+            k: (v if isinstance(v, str) else _point(v, _money(server, v, request, price))) for k, v in best.items()
+        },
     }
     if args.json:
         print(json.dumps(out, indent=1))
@@ -157,19 +233,21 @@ def run(args) -> int:
         if not capacity.feasible:
             print("  no batch can run, so no policy has a best point")
         else:
-            print(f"  {'policy':<14} {'batch':>6} {'TTFT':>9} {'TPOT':>9} {'tokens/s per GPU':>17}  decode")
+            print(
+                f"  {'policy':<14} {'batch':>6} {'TTFT':>9} {'TPOT':>9} {'tokens/s per GPU':>17} {'J/token':>9} "
+                f"{'$/M tokens':>10}  decode"
+            )
         for k, v in best.items() if capacity.feasible else ():
             if isinstance(v, str):
-                print(f"  {k:<14} {'-':>6} {'-':>9} {'-':>9} {'-':>17}  {v}")
+                print(f"  {k:<14} {'-':>6} {'-':>9} {'-':>9} {'-':>17} {'-':>9} {'-':>10}  {v}")
             else:
-                print(
-                    f"  {k:<14} {v.batch:>6} {seconds(v.ttft_s):>9} {seconds(v.tpot_s):>9} {v.tokens_per_s:>17,.0f}  "
-                    f"{v.decode_bound}-bound"
-                )
+                _print_point(k, v, out["best"][k])
         if capacity.feasible:
             print(
                 f"  every batch 1 to {out['batches_searched']:,} searched (the steady state at the roof, no overheads)"
             )
+            _print_price(price)
+            _print_power_note(gpu)
     if plot is not None:
         _plot(plot, curves, best, tpot_s, f"{cfg.name} on {server.device}: the frontier under the SLO")
     return EXIT_OK

@@ -94,7 +94,26 @@ def memory_size(n_bytes: float) -> str:
     return f"{n_bytes / 2**20:.3g} MiB"
 
 
-#: How many SI base units (second, byte, FLOP, and per second) one of each printed unit is.
+def energy_text(joules: float) -> str:
+    """Energy in the SI unit that keeps three significant figures short: ``1234 -> '1.23 kJ'``.
+
+    mJ below a joule, J, kJ, MJ, GJ, TJ above; a training run's MWh is :func:`to_unit` (``"MWh"``).
+    """
+    for unit in ("TJ", "GJ", "MJ", "kJ", "J"):
+        if abs(joules) >= UNIT_SCALE[unit]:
+            return f"{joules / UNIT_SCALE[unit]:.3g} {unit}"
+    return f"{joules / UNIT_SCALE['mJ']:.3g} mJ"
+
+
+def power_text(watts: float) -> str:
+    """Power with three significant figures in W, kW or MW: ``412.3 -> '412 W'``, ``5600 -> '5.6 kW'``."""
+    for unit in ("MW", "kW"):
+        if abs(watts) >= UNIT_SCALE[unit]:
+            return f"{watts / UNIT_SCALE[unit]:.3g} {unit}"
+    return f"{watts:.3g} W"
+
+
+#: How many SI base units (second, byte, FLOP, joule, watt, and per second) one of each printed unit is.
 UNIT_SCALE = {
     **{"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9},
     **{"B": 1.0, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 2**10, "MiB": 2**20, "GiB": GIB},
@@ -103,6 +122,11 @@ UNIT_SCALE = {
     **{"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15},
     **{"tokens": 1.0, "k tokens": 1e3, "M tokens": 1e6, "B tokens": 1e9, "T tokens": 1e12},
     **{"params": 1.0, "M params": 1e6, "B params": 1e9},
+    **{"mJ": 1e-3, "J": 1.0, "kJ": 1e3, "MJ": 1e6, "GJ": 1e9, "TJ": 1e12},
+    **{"Wh": 3600.0, "kWh": 3.6e6, "MWh": 3.6e9, "GWh": 3.6e12},  # 1 Wh = 3600 J
+    **{"W": 1.0, "kW": 1e3, "MW": 1e6},
+    # energy per FLOP or per byte moved, in joules; pJ/bit per bit moved, so 8 bits a byte: 1 pJ/bit = 8e-12 J/B
+    **{"pJ": 1e-12, "pJ/FLOP": 1e-12, "pJ/B": 1e-12, "pJ/bit": 8e-12},
 }
 
 

@@ -1,0 +1,88 @@
+"""``roofline energy``: a model's decode energy per batch in a terminal; its refusals exit 2 naming the flag."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import roofline_lib as rl
+from roofline_lib import cli
+
+BASE = ("energy", "llama-3-8b", "--gpu", "H100", "--context", "2048")
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_table_gives_j_per_token_watts_dollars_and_carbon_per_batch(capsys):
+    code, out, err = run(capsys, *BASE, "--batch", "1,8,64", "--grid", "400")
+    assert code == 0 and not err
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip().split()[0] in ("1", "8", "64")}
+    assert rows["1"][1:5] == ["1.05", "J", "230", "W"]  # batch 1: about 1 J a token at 230 W
+    assert rows["64"][2] == "mJ"
+    assert "$4.916 per GPU-hour (Amazon EC2 Capacity Blocks" in out and "2024-Q4" in out
+    assert "400 g CO2e per kWh (--grid)" in out
+
+
+def test_json_is_the_librarys_numbers(capsys):
+    code, out, _ = run(capsys, *BASE, "--batch", "1,64", "--price", "2", "--grid", "300", "--json")
+    data = json.loads(out)
+    server = rl.serving_server(rl.model_config("llama-3-8b"), "H100")
+    e = rl.decode_energy(server, 64, 2048)
+    row = data["rows"][1]
+    assert code == 0 and row["batch"] == 64 and row["joules_per_token"] == pytest.approx(e.joules_per_token)
+    tokens_per_s = 64 / e.seconds
+    assert row["dollars_per_million_tokens"] == pytest.approx(rl.cost_per_million_tokens(tokens_per_s, 2))
+    assert row["kg_co2e_per_million_tokens"] == pytest.approx(rl.emissions_kg(e.joules_per_token * 1e6, 300))
+    assert data["price_source"] == "--price" and "idle_watts" in data["power"]
+
+
+def test_a_cap_and_a_batch_that_does_not_fit(capsys):
+    code, out, _ = run(capsys, *BASE, "--batch", "64,1024", "--cap", "250", "--json")
+    rows = json.loads(out)["rows"]
+    assert code == 0 and rows[0]["average_watts"] == pytest.approx(250)  # 279 W uncapped: the cap binds
+    assert not rows[1]["feasible"] and rows[1]["fit"].startswith("DOES NOT FIT")
+    code, out, _ = run(capsys, *BASE, "--batch", "1024")
+    assert "DOES NOT FIT: Llama-3-8B with 1024 sequences" in out
+
+
+def test_without_a_price_on_record_or_a_grid_it_says_what_to_give(capsys):
+    code, out, _ = run(capsys, "energy", "llama-3-8b", "--gpu", "A100", "--context", "512", "--batch", "4")
+    assert code == 0
+    assert "no GPU-hour price on record for the A100 80GB SXM: give --price" in out
+    assert "give --grid (g CO2e per kWh)" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("--gpu", "Z9", "--context", "2048", "--batch", "1"), "--gpu: unknown GPU"),
+        (("--gpu", "L4", "--context", "2048", "--batch", "1"), "--gpu: gpu 'L4' has no power and energy figures"),
+        (
+            ("--gpu", "H100", "--context", "2048", "--batch", "1,x"),
+            "--batch: batch must be comma-separated whole numbers",
+        ),
+        (("--gpu", "H100", "--context", "2048", "--batch", "0"), "--batch: batch must be"),
+        (
+            ("--gpu", "H100", "--context", "0", "--batch", "1"),
+            "--context: context_len must be a positive whole number of tokens",
+        ),
+        (("--gpu", "H100", "--context", "64", "--batch", "1", "--cap", "100"), "--cap: cap_watts=100 W is at or below"),
+        (
+            ("--gpu", "H100", "--context", "64", "--batch", "1", "--price", "-2"),
+            "--price: dollars_per_hour must be a non-negative number of US dollars",
+        ),
+        (
+            ("--gpu", "H100", "--context", "64", "--batch", "1", "--grid", "nan"),
+            "--grid: grid_g_per_kwh must be a finite number of grams of CO2e per kWh",
+        ),
+    ],
+)
+def test_bad_input_exits_2_naming_the_flag_and_its_unit(capsys, argv, message):
+    code, out, err = run(capsys, "energy", "llama-3-8b", *argv)
+    assert code == 2 and not out and message in err, err
+    assert len(err.strip().splitlines()) == 1  # one line, never a traceback
