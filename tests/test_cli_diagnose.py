@@ -10,6 +10,7 @@ import pytest
 
 from roofline_lib import cli
 from roofline_lib.cli import diagnose as command
+from roofline_lib.core.formatting import data_size
 
 TRACES = Path(__file__).resolve().parent / "traces"
 MI300X = str(TRACES / "synthetic" / "amd_mi300x_gfx942.json")
@@ -88,4 +89,7 @@ def test_a_folder_without_traces_and_a_broken_file_are_usage_errors(capsys, tmp_
 def test_a_long_read_says_so_on_stderr(capsys, monkeypatch):
     monkeypatch.setattr(command, "PROGRESS_AFTER_SECONDS", 0.0)
     code, _, err = run(capsys, "diagnose", MI300X)
-    assert code == 0 and "roofline: read " in err and "MB) in " in err
+    assert code == 0 and f"roofline: read {MI300X} (2.762 kB) in " in err  # 2,762 bytes on disk
+    gzipped = sorted((TRACES / "hta").glob("*.json.gz"))[0]
+    code, _, err = run(capsys, "diagnose", str(gzipped))
+    assert f"({data_size(gzipped.stat().st_size)} gzipped) in " in err  # the size on disk, said to be compressed

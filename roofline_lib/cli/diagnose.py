@@ -72,9 +72,12 @@ def _roof(value):
 
 def _reading(path: str):
     """A progress line on stderr when reading ``path`` takes more than a second; returns its stop."""
-    size = os.path.getsize(path) / 1e6 if os.path.isfile(path) else None
+    from ..core.formatting import data_size
+
     began = time.perf_counter()
-    what = f"{path} ({size:.1f} MB)" if size is not None else path
+    what = path
+    if os.path.isfile(path):  # the size on disk: a gzipped trace's is a tenth or so of what is read
+        what += f" ({data_size(os.path.getsize(path))}{' gzipped' if path.endswith('.gz') else ''})"
     timer = threading.Timer(PROGRESS_AFTER_SECONDS, lambda: print(f"roofline: reading {what} ...", file=sys.stderr))
     timer.daemon = True
     timer.start()
