@@ -163,7 +163,7 @@ def test_some_chapters_have_no_gpu_path_for_the_fake_to_run():
 @pytest.mark.parametrize("folder", ["exercises", "solutions"])
 def test_the_exercises_have_no_gpu_path_for_the_fake_to_run(folder):
     notebooks = sorted((ROOT / folder).glob("*.md"))
-    assert len(notebooks) == 8
+    assert len(notebooks) == 9
     for path in notebooks:
         code = [c.source for c in jupytext.read(path).cells if c.cell_type == "code"]
         imported = set().union(*(_imports(src) for src in code))

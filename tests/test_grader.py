@@ -128,6 +128,7 @@ def test_every_probe_drawn_has_an_answer_and_the_library_refuses_some_valid_ones
             "step_seconds": key.ref_step_seconds,
             "zero_bytes_per_gpu": key.ref_zero_bytes_per_gpu,
             "tpot_seconds": key.ref_tpot_seconds,
+            "joules_per_token": key.ref_joules_per_token,
         }[part.names[0]]
         library = {
             "ceiling": rl.attainable_flops_per_s,
@@ -135,6 +136,10 @@ def test_every_probe_drawn_has_an_answer_and_the_library_refuses_some_valid_ones
             "step_seconds": comms.data_parallel_step,
             "zero_bytes_per_gpu": rl.zero_memory,  # a dict of widths is no optimizer's name
             "tpot_seconds": lambda n, kv, batch, context, accelerator: rl.decode_step(accelerator, batch, context),
+            # a dict is no server, and the library prices only the GPUs its registry has power figures for
+            "joules_per_token": lambda n, kv, batch, context, accelerator: rl.decode_energy(
+                accelerator, batch, context
+            ),
         }[part.names[0]]
         assert any(p.kind == "valid" for p in probes)
         library_refusals = 0

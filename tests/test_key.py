@@ -9,13 +9,16 @@ judges' closures); a part added to the key without a library counterpart here fa
 
 from __future__ import annotations
 
+import contextlib
 import random
+from unittest import mock
 
 import pytest
 
 import roofline_lib as rl
 from roofline_lib.core.roofline import ImplausibleMeasurement
 from roofline_lib.grading import key as K
+from roofline_lib.workloads import energy
 
 
 def _references(judge) -> list[tuple[str, str, object]]:
@@ -36,7 +39,7 @@ def _value(name):
 
 # --------------------------------------------------------------------------- the scenarios, by the library
 
-EX1, EX2, EX3, EX4, EX5, EX6, EX7, EX8 = K.EX1, K.EX2, K.EX3, K.EX4, K.EX5, K.EX6, K.EX7, K.EX8
+EX1, EX2, EX3, EX4, EX5, EX6, EX7, EX8, EX9 = K.EX1, K.EX2, K.EX3, K.EX4, K.EX5, K.EX6, K.EX7, K.EX8, K.EX9
 
 
 def _ex1_roof(precision="fp32"):
@@ -202,6 +205,65 @@ def _ex8_step(decodes, new_tokens=0):
     return flops, bytes_moved
 
 
+def _k5():
+    return rl.accelerator(
+        "Kestrel K5", {"bf16": EX9["bf16_flops_per_s"]}, EX9["hbm_bytes_per_s"], hbm_capacity_bytes=EX9["memory_bytes"]
+    )
+
+
+@contextlib.contextmanager
+def _priced(chip, tdp_watts, static_watts, joules_per_flop, joules_per_byte):
+    """The library's energy functions on a chip its registry has no power figures for: the figures are
+    handed in where the registry's would be read (``energy.power_spec``), and nothing else changes."""
+    figures = energy.PowerSpec(
+        chip.name, tdp_watts, static_watts, {"bf16": joules_per_flop}, joules_per_byte, 0.0, {"all": "the exercise"}
+    )
+    registry_power = energy.power_spec
+    with mock.patch.object(energy, "power_spec", lambda gpu: figures if gpu is chip else registry_power(gpu)):
+        yield chip
+
+
+def _k5_priced(fn):
+    """``fn(chip)`` with the library pricing the K5 from its datasheet lines (HBM energy per bit x 8)."""
+    c = EX9
+    with _priced(_k5(), c["tdp_watts"], c["static_watts"], c["joules_per_flop"], 8 * c["hbm_joules_per_bit"]) as chip:
+        return fn(chip)
+
+
+def _ex9_step(batch):
+    """The exercise's decode step, counted with the library: 2N FLOP per sequence, the bf16 weights
+    once, each sequence's KV cache at the full context."""
+    c = EX9
+    kv = rl.kv_cache_bytes_per_token(
+        c["num_hidden_layers"], c["num_key_value_heads"], c["head_dim"], c["kv_bytes_per_elem"]
+    )
+    n = c["n_params"]
+    return rl.gemm(1, n, 1).flops * batch, n * c["bytes_per_param"] + batch * c["context_len"] * kv
+
+
+def _ex9_gemm():
+    n = EX9["gemm_n"]
+    return rl.gemm(n, n, n, EX9["bytes_per_param"])
+
+
+def _ex9_decode_energy(batch):
+    return _k5_priced(lambda chip: rl.kernel_energy(chip, *_ex9_step(batch)))
+
+
+def _ex9_terms(batch):
+    e = _ex9_decode_energy(batch)
+    return {"flops": e.flop_joules, "bytes": e.byte_joules, "static": e.static_joules}
+
+
+def _ex9_gemv():
+    n = EX9["gemm_n"]
+    return rl.gemm(n, 1, n, EX9["bytes_per_param"])  # the matrix, the vector in and out
+
+
+def _ex9_gemv_draw():
+    return _k5_priced(lambda chip: rl.kernel_energy(chip, _ex9_gemv().flops, _ex9_gemv().bytes_moved).average_watts)
+
+
 def _ex8_largest(fits, start):
     """The largest whole count from ``start`` down that ``fits``."""
     count = start
@@ -292,6 +354,20 @@ LIBRARY = {
     "max_chunk_tokens": lambda: _ex8_largest(
         lambda c: _ex8_roof().seconds(*_ex8_step(EX8["running"], c)) <= EX8["tpot_seconds"], 4096
     ),
+    # ex9: the library's energy model on the K5's datasheet lines
+    "gemm_joules": lambda: (
+        _k5_priced(lambda chip: rl.kernel_energy(chip, _ex9_gemm().flops, _ex9_gemm().bytes_moved)).joules
+    ),
+    "energy_ridge": lambda: _k5_priced(rl.energy_ridge),
+    "joules_per_token_batch_1": lambda: _ex9_decode_energy(1).joules,
+    "dominant_term_batch_1": lambda: max(_ex9_terms(1), key=_ex9_terms(1).get),
+    "joules_per_token_batch_64": lambda: _ex9_decode_energy(EX9["batch"]).joules / EX9["batch"],
+    "dollars_per_million_tokens": lambda: rl.cost_per_million_tokens(
+        EX9["batch"] / _ex9_decode_energy(EX9["batch"]).seconds, EX9["node_dollars_per_hour"] / EX9["gpus_per_node"]
+    ),
+    "capped_gemm_flops_per_s": lambda: _k5_priced(
+        lambda chip: rl.power_capped_flops_per_s(chip, _ex9_gemm().intensity, EX9["cap_watts"])
+    ),
 }
 
 
@@ -352,6 +428,14 @@ LETTERS = {
         <= EX8["tpot_seconds"]
         else "?"
     ),
+    # B: under the cap the GEMV keeps its memory roof's rate, since at that rate it draws less than the cap
+    "gemv_under_cap": lambda: (
+        "B"
+        if _ex9_gemv_draw() < EX9["cap_watts"]
+        and _k5_priced(lambda chip: rl.power_capped_flops_per_s(chip, _ex9_gemv().intensity, EX9["cap_watts"]))
+        == rl.Roof(EX9["bf16_flops_per_s"], EX9["hbm_bytes_per_s"], "K5").attainable_flops_per_s(_ex9_gemv().intensity)
+        else "?"
+    ),
 }
 
 #: Questions about reading or reasoning that no library function answers, each with why.
@@ -366,10 +450,11 @@ CONCEPT_ONLY = {
     "scaling_reason": "why 128 cards stop paying",
     "step_binding_reason": "why the NICs bind: the two phases of a collective across nodes",
     "technique_reason": "why chunked prefill keeps the TPOT: decode leaves the compute roof idle",
+    "gemv_under_cap_reason": "why a cap leaves a memory-bound kernel alone: its draw at its roof is under the cap",
 }
 
 #: The key's student functions and the library functions they stand for.
-FUNCTIONS = {"ceiling", "precision_sweep", "step_seconds", "zero_bytes_per_gpu", "tpot_seconds"}
+FUNCTIONS = {"ceiling", "precision_sweep", "step_seconds", "zero_bytes_per_gpu", "tpot_seconds", "joules_per_token"}
 
 
 def _raises(fn) -> bool:
@@ -389,7 +474,7 @@ def test_every_key_reference_has_a_library_counterpart():
         f"key entries without a counterpart: {sorted(set(REFERENCES) - covered)}; "
         f"counterparts of no key entry: {sorted(covered - set(REFERENCES))}"
     )
-    assert len(REFERENCES) == 69  # every graded entry of the eight exercises (a function counts once)
+    assert len(REFERENCES) == 79  # every graded entry of the nine exercises (a function counts once)
 
 
 @pytest.mark.parametrize("name", sorted(LIBRARY))
@@ -475,6 +560,22 @@ def _library_tpot(n_params, kv_bytes_per_token, batch, context_len, accelerator)
     return roof.seconds(flops, n_params * 2 + batch * context_len * kv_bytes_per_token)
 
 
+def _library_joules_per_token(n_params, kv_bytes_per_token, batch, context_len, accelerator):
+    """The exercise's decode step priced by the library's kernel energy, on a chip described by the probe."""
+    for value, name in ((batch, "batch"), (context_len, "context_len")):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number of at least 1")
+    if accelerator["static_watts"] < 0:  # the registry's loader refuses such a figure; a PowerSpec takes it
+        raise ValueError("static_watts must not be negative")
+    chip = rl.accelerator(
+        "probe", {"bf16": accelerator["bf16_flops_per_s"]}, accelerator["hbm_bytes_per_s"]
+    )  # refuses 0 B/s
+    figures = (accelerator["static_watts"], accelerator["joules_per_flop"], accelerator["joules_per_byte"])
+    flops = rl.training_flops_per_token(n_params, convention="6N") / 3 * batch  # the forward's 2N per token
+    with _priced(chip, 1e9, *figures):  # the TDP is not a term of a kernel's energy
+        return rl.kernel_energy(chip, flops, n_params * 2 + batch * context_len * kv_bytes_per_token).joules / batch
+
+
 @pytest.mark.parametrize("seed", [K.PRACTICE_SEED, 1, 2])
 def test_the_keys_functions_agree_with_the_library_on_their_probes(seed):
     checked = 0
@@ -485,6 +586,7 @@ def test_the_keys_functions_agree_with_the_library_on_their_probes(seed):
         ("ex6-h", K.ref_step_seconds, _library_step),
         ("ex7-k", K.ref_zero_bytes_per_gpu, _library_zero),
         ("ex8-h", K.ref_tpot_seconds, _library_tpot),
+        ("ex9-g", K.ref_joules_per_token, _library_joules_per_token),
     ):
         for probe in _probes(part_key, seed):
             if probe.kind == "refuse":
@@ -502,7 +604,7 @@ def test_the_keys_functions_agree_with_the_library_on_their_probes(seed):
             else:
                 assert got == pytest.approx(want, rel=1e-9), probe.id
             checked += 1
-    assert checked >= 26  # 5 ceilings, 4 + 4 sweeps, 5 steps, 10 ZeRO states, 4 decode steps, refusals
+    assert checked >= 30  # 5 ceilings, 4 + 4 sweeps, 5 steps, 10 ZeRO states, 4 + 4 decode steps, refusals
 
 
 def test_the_keys_sweep_decides_the_bound_as_the_library_does_on_either_side_of_the_ridge():

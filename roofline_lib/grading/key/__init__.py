@@ -14,8 +14,16 @@ full marks is what holds the references and the exercise notebooks equal.
 from .judges import Verdict, judge
 from .parts import EXERCISES, PARTS, Exercise, Part, parts_of
 from .probes import PRACTICE_SEED, Probe, draw_probes, plan_of
-from .references import ref_ceiling, ref_step_seconds, ref_sweep, ref_tpot_seconds, ref_zero_bytes_per_gpu
-from .scenarios import BACKWARD_SHARE, EX1, EX2, EX3, EX4, EX5, EX6, EX7, EX7_STATE, EX8, WIDTHS
+from .references import (
+    ref_capped_flops_per_s,
+    ref_ceiling,
+    ref_joules_per_token,
+    ref_step_seconds,
+    ref_sweep,
+    ref_tpot_seconds,
+    ref_zero_bytes_per_gpu,
+)
+from .scenarios import BACKWARD_SHARE, EX1, EX2, EX3, EX4, EX5, EX6, EX7, EX7_STATE, EX8, EX9, WIDTHS
 
 __all__ = [
     "Exercise",
@@ -40,9 +48,12 @@ __all__ = [
     "EX7",
     "EX7_STATE",
     "EX8",
+    "EX9",
     "ref_ceiling",
     "ref_sweep",
     "ref_step_seconds",
     "ref_zero_bytes_per_gpu",
     "ref_tpot_seconds",
+    "ref_joules_per_token",
+    "ref_capped_flops_per_s",
 ]

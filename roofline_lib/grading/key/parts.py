@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .judges import all_of, choice, dict_of_numbers, function, number
-from .probes import ceiling_probes, step_probes, sweep_probes, tpot_probes, zero_probes
+from .probes import ceiling_probes, joules_per_token_probes, step_probes, sweep_probes, tpot_probes, zero_probes
 from .references import (
     ex1_bytes_per_s,
     ex1_intensity,
@@ -38,13 +38,24 @@ from .references import (
     ex8_max_requests,
     ex8_ttft,
     ex8_weight_bytes,
+    ex9_capped_flops_per_s,
+    ex9_decode_joules_per_token,
+    ex9_decode_seconds,
+    ex9_dollars_per_million_tokens,
+    ex9_dominant_term,
+    ex9_energy_ridge,
+    ex9_gemm,
+    ex9_joules,
+    ex9_power_at_roof,
+    ex9_seconds,
     ref_ceiling,
+    ref_joules_per_token,
     ref_step_seconds,
     ref_sweep,
     ref_tpot_seconds,
     ref_zero_bytes_per_gpu,
 )
-from .scenarios import EX1, EX2, EX3, EX4, EX5, EX6, EX7, EX7_STATE, EX8, WIDTHS
+from .scenarios import EX1, EX2, EX3, EX4, EX5, EX6, EX7, EX7_STATE, EX8, EX9, WIDTHS
 
 __all__ = [
     "Exercise",
@@ -87,6 +98,7 @@ EXERCISES: dict[str, Exercise] = {
         Exercise("ex6", "ex6_allreduce_overlap", "The gradient all-reduce and its overlap"),
         Exercise("ex7", "ex7_zero_layout", "A layout that fits and hides its comms"),
         Exercise("ex8", "ex8_serving_slo", "A deployment that meets its SLO"),
+        Exercise("ex9", "ex9_energy_cost", "Joules, watts and dollars per token"),
     )
 }
 
@@ -983,6 +995,193 @@ _PART_LIST += [
         4,
         (1, 2, 3, 4),
         "Compare the roofs a decode step and a prefill use.",
+    ),
+]
+
+_ENERGY = (
+    "A kernel's energy is its FLOPs times the energy per FLOP, plus its HBM bytes times the energy per "
+    "byte, plus the static power times its time."
+)
+_STATIC = "static power is paid for every second the card runs the kernel, busy or not."
+_TDP = (
+    "the TDP times the time is the most the card may draw, not what this work draws: price its FLOPs, "
+    "its bytes and the static power."
+)
+_PER_BIT = "the HBM access energy is printed per bit: a byte is 8 bits."
+_CAP = (
+    "At a rate of R FLOP/s a kernel of intensity I draws the static power plus R times the energy per "
+    "FLOP plus R / I times the energy per byte; under a cap that the roof's rate would pass, R falls until "
+    "the draw meets the cap."
+)
+
+
+def _ex9_gemm_joules(**slips):
+    return ex9_joules(*ex9_gemm(), **slips)
+
+
+def _ex9_tdp_joules_per_token(batch):
+    """The TDP slip: the card's TDP for the step's time, shared by the batch."""
+    return EX9["tdp_watts"] * ex9_decode_seconds(batch) / batch
+
+
+_PART_LIST += [
+    _asks(
+        "ex9-a",
+        "the energy of the GEMM",
+        number,
+        "gemm_joules",
+        _ex9_gemm_joules,
+        "joules",
+        _ENERGY + " At its roof a kernel's time is the longer of its two roofs.",
+        traps=[
+            (lambda: EX9["tdp_watts"] * ex9_seconds(*ex9_gemm()), _TDP),
+            (lambda: _ex9_gemm_joules(static_watts=0), _STATIC),
+            (lambda: _ex9_gemm_joules(joules_per_byte=EX9["hbm_joules_per_bit"]), _PER_BIT),
+        ],
+    ),
+    _asks(
+        "ex9-b",
+        "the energy ridge",
+        number,
+        "energy_ridge",
+        ex9_energy_ridge,
+        "FLOP/byte",
+        "The energy ridge is where a FLOP's energy times the intensity equals a byte's energy.",
+        traps=[
+            (
+                lambda: EX9["bf16_flops_per_s"] / EX9["hbm_bytes_per_s"],
+                "that is the time ridge, peak over bandwidth; the energy ridge compares the energies.",
+            ),
+            (lambda: ex9_energy_ridge(joules_per_byte=EX9["hbm_joules_per_bit"]), _PER_BIT),
+            (lambda: 1 / ex9_energy_ridge(), "the ridge is FLOP per byte, not bytes per FLOP."),
+        ],
+    ),
+    _asks(
+        "ex9-c",
+        "joules per token at batch 1",
+        number,
+        "joules_per_token_batch_1",
+        lambda: ex9_decode_joules_per_token(1),
+        "joules",
+        _DECODE + " " + _ENERGY,
+        traps=[
+            (lambda: ex9_decode_joules_per_token(1, static_watts=0), _STATIC),
+            (lambda: _ex9_tdp_joules_per_token(1), _TDP),
+            (lambda: ex9_decode_joules_per_token(1, joules_per_byte=EX9["hbm_joules_per_bit"]), _PER_BIT),
+            (lambda: ex9_decode_joules_per_token(1, kv=False), "the KV cache is read too."),
+        ],
+    ),
+    _asks(
+        "ex9-d",
+        "the term that dominates at batch 1",
+        choice,
+        "dominant_term_batch_1",
+        lambda: ex9_dominant_term(1),
+        ("flops", "bytes", "static"),
+        "Price each term of the step: its FLOPs, its HBM bytes and the static power for its time.",
+    ),
+    _asks(
+        "ex9-e",
+        "joules per token at batch 64",
+        number,
+        "joules_per_token_batch_64",
+        lambda: ex9_decode_joules_per_token(EX9["batch"]),
+        "joules",
+        _DECODE + " " + _ENERGY,
+        traps=[
+            (
+                lambda: ex9_decode_joules_per_token(EX9["batch"]) * EX9["batch"],
+                "that is the whole step; it makes one token per sequence.",
+            ),
+            (
+                lambda: ex9_decode_joules_per_token(1),
+                "that is batch 1's energy per token: the weights are read once per step for the whole batch, "
+                "not once per sequence.",
+            ),
+            (lambda: ex9_decode_joules_per_token(EX9["batch"], static_watts=0), _STATIC),
+            (lambda: _ex9_tdp_joules_per_token(EX9["batch"]), _TDP),
+        ],
+    ),
+    *_write_and_refuse(
+        ("ex9-f", "ex9-g"),
+        "joules_per_token",
+        ref_joules_per_token,
+        joules_per_token_probes,
+        _DECODE + " " + _ENERGY,
+        "A step needs a whole batch of at least one sequence, a context of at least one token and a "
+        "memory that moves bytes, and no card draws negative power.",
+        refusal_title="refuses what has no answer",
+        units={"result": "joules"},
+    ),
+    _asks(
+        "ex9-h",
+        "dollars per million tokens at batch 64",
+        number,
+        "dollars_per_million_tokens",
+        ex9_dollars_per_million_tokens,
+        "dollars",
+        "A card makes batch tokens per step, step after step; an hour of it costs its share of the node's rent.",
+        traps=[
+            (
+                lambda: ex9_dollars_per_million_tokens(per_node=True),
+                "the price is the node's, eight cards each serving its own copy: one card costs an eighth.",
+            ),
+            (
+                lambda: ex9_dollars_per_million_tokens(tokens_per_step=1),
+                "a step makes one token per sequence, batch tokens in all.",
+            ),
+            (
+                lambda: ex9_dollars_per_million_tokens(batch=1),
+                "that is batch 1's throughput; the card serves 64 sequences at once.",
+            ),
+        ],
+    ),
+    _asks(
+        "ex9-i",
+        "the GEMM's FLOP/s under the cap",
+        number,
+        "capped_gemm_flops_per_s",
+        ex9_capped_flops_per_s,
+        "FLOP/s",
+        _CAP,
+        traps=[
+            (
+                lambda: EX9["cap_watts"] / EX9["tdp_watts"] * EX9["bf16_flops_per_s"],
+                "power is not proportional to FLOP/s from zero, and the GEMM does not draw the TDP at its peak: "
+                "solve the draw at rate R for the cap.",
+            ),
+            (
+                lambda: EX9["bf16_flops_per_s"],
+                "at the peak this GEMM would draw more than the cap, so the cap binds.",
+            ),
+            (
+                lambda: ex9_capped_flops_per_s(static_watts=0),
+                "the static power is drawn whatever the clock: it comes off the cap first.",
+            ),
+            (
+                lambda: EX9["cap_watts"] / ex9_power_at_roof(*ex9_gemm()) * EX9["bf16_flops_per_s"],
+                "the static power does not fall with the clock: only the power above it scales with the rate.",
+            ),
+            (lambda: ex9_capped_flops_per_s(joules_per_byte=0), "the GEMM still moves bytes, and they draw power."),
+        ],
+    ),
+    _asks(
+        "ex9-j",
+        "what the cap does to a GEMV",
+        choice,
+        "gemv_under_cap",
+        "B",
+        ("A", "B", "C", "D"),
+        "Price the GEMV's draw at its own roof and hold it against the cap.",
+    ),
+    _asks(
+        "ex9-k",
+        "why",
+        choice,
+        "gemv_under_cap_reason",
+        2,
+        (1, 2, 3, 4),
+        "A cap binds only on a kernel whose draw at its roof would pass it.",
     ),
 ]
 

@@ -20,6 +20,7 @@ __all__ = [
     "step_probes",
     "zero_probes",
     "tpot_probes",
+    "joules_per_token_probes",
     "draw_probes",
     "plan_of",
 ]
@@ -182,6 +183,37 @@ def tpot_probes(rng, *, refuse: bool):
         probes.append(Probe("r1", "tpot_seconds", (n, kv, batch + 0.5, ctx, acc), "refuse"))
         probes.append(Probe("r2", "tpot_seconds", (n, kv, batch, -ctx, acc), "refuse"))
         probes.append(Probe("r3", "tpot_seconds", (n, kv, batch, ctx, {**acc, "hbm_bytes_per_s": 0.0}), "refuse"))
+    return probes
+
+
+def _energy_card(rng, *, large):
+    """An accelerator dict of EX9's kind: a roof and three energy figures, none of them a registry GPU's."""
+    return {
+        "bf16_flops_per_s": round(rng.uniform(100, 400 if large else 2500), 1) * 1e12,
+        "hbm_bytes_per_s": round(rng.uniform(2.0 if large else 0.8, 8.0), 2) * 1e12,
+        "static_watts": round(rng.uniform(30, 250), 1),
+        "joules_per_flop": round(rng.uniform(0.1, 2.0), 3) * 1e-12,
+        "joules_per_byte": round(rng.uniform(5, 80), 2) * 1e-12,
+    }
+
+
+def joules_per_token_probes(rng, *, refuse: bool):
+    probes = []
+    for i, batch in enumerate([1, rng.choice([8, 16, 32]), rng.choice([64, 128, 256]), rng.choice([1024, 4096])]):
+        large = i == 3  # a large batch of short contexts on a low ridge: compute-bound, whatever is drawn
+        n_params = rng.choice([8e9, 12e9, 70e9] if large else [1.3e9, 8e9, 12e9, 70e9]) * rng.uniform(0.9, 1.1)
+        kv = 32768 if large else rng.choice([2, 4, 8]) * 1024 * rng.choice([16, 40, 80])  # bytes per token
+        context = rng.choice([64, 128]) if large else rng.choice([128, 2048, 8192, 32768])
+        args = (n_params, kv, batch, context, _energy_card(rng, large=large))
+        probes.append(Probe(f"v{i}", "joules_per_token", args, "valid"))
+    if refuse:
+        n, kv, batch, ctx, card = probes[1].args
+        probes.append(Probe("r0", "joules_per_token", (n, kv, 0, ctx, card), "refuse"))
+        probes.append(Probe("r1", "joules_per_token", (n, kv, batch + 0.5, ctx, card), "refuse"))
+        probes.append(Probe("r2", "joules_per_token", (n, kv, batch, -ctx, card), "refuse"))
+        probes.append(Probe("r3", "joules_per_token", (n, kv, batch, ctx, {**card, "hbm_bytes_per_s": 0.0}), "refuse"))
+        negative = {**card, "static_watts": -card["static_watts"]}
+        probes.append(Probe("r4", "joules_per_token", (n, kv, batch, ctx, negative), "refuse"))
     return probes
 
 

@@ -20,6 +20,7 @@ from .scenarios import (
     EX7_ACT_SCORES,
     EX7_STATE,
     EX8,
+    EX9,
     WIDTHS,
 )
 
@@ -58,6 +59,22 @@ __all__ = [
     "ex8_max_batch",
     "ex8_ttft",
     "ex8_max_chunk",
+    "ref_joules_per_token",
+    "ref_capped_flops_per_s",
+    "ex9_card",
+    "ex9_seconds",
+    "ex9_joules",
+    "ex9_gemm",
+    "ex9_gemv",
+    "ex9_energy_ridge",
+    "ex9_kv_bytes_per_token",
+    "ex9_decode_seconds",
+    "ex9_decode_terms",
+    "ex9_decode_joules_per_token",
+    "ex9_dominant_term",
+    "ex9_power_at_roof",
+    "ex9_capped_flops_per_s",
+    "ex9_dollars_per_million_tokens",
     "ref_ceiling",
     "ref_sweep",
     "ex5_efficiency",
@@ -340,6 +357,172 @@ def ex8_max_chunk(running=None):
     while chunk > 0 and seconds(chunk) > c["tpot_seconds"]:
         chunk -= 1
     return chunk
+
+
+# --------------------------------------------------------------------------- exercise 9
+
+
+def _amount(x, name, *, zero=False):
+    """``x`` as a float: a finite number above 0 (or at 0, with ``zero``), else ValueError."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0 or (x == 0 and not zero):
+        raise ValueError(f"{name} must be a {'non-negative' if zero else 'positive'} number")
+    return float(x)
+
+
+def _card_figures(accelerator):
+    """The five figures of an EX9 accelerator dict, checked: a roof that moves, no negative energy."""
+    if not isinstance(accelerator, dict):
+        raise ValueError("accelerator must be a dict")
+    positive = ("bf16_flops_per_s", "hbm_bytes_per_s")
+    non_negative = ("static_watts", "joules_per_flop", "joules_per_byte")
+    figures = {k: _amount(accelerator.get(k), k) for k in positive}
+    figures.update({k: _amount(accelerator.get(k), k, zero=True) for k in non_negative})
+    return figures
+
+
+def ref_joules_per_token(n_params, kv_bytes_per_token, batch, context_len, accelerator):
+    """EX9's function: joules per generated token of one decode step at its roof, or ValueError.
+
+    2 FLOP per parameter per sequence, the bf16 weights read once for the batch and each sequence's
+    ``context_len`` tokens of KV cache; energy = FLOPs x e_flop + bytes x e_byte + static watts x time.
+    """
+    n = _amount(n_params, "n_params")
+    kv = _amount(kv_bytes_per_token, "kv_bytes_per_token", zero=True)
+    for value, name in ((batch, "batch"), (context_len, "context_len")):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number of at least 1")
+    card = _card_figures(accelerator)
+    flops = 2 * n * batch
+    bytes_moved = 2 * n + batch * context_len * kv  # bf16 weights once, every sequence's cache
+    seconds = max(flops / card["bf16_flops_per_s"], bytes_moved / card["hbm_bytes_per_s"])
+    joules = flops * card["joules_per_flop"] + bytes_moved * card["joules_per_byte"] + card["static_watts"] * seconds
+    return joules / batch  # one token per sequence
+
+
+def ref_capped_flops_per_s(intensity, cap_watts, card):
+    """The FLOP/s of a kernel of ``intensity`` under a power cap on ``card`` (an EX9 accelerator dict).
+
+    At rate R the card draws static + R e_flop + (R / intensity) e_byte; where that passes the cap
+    at the roof's rate, R falls to (cap - static) / (e_flop + e_byte / intensity).
+    """
+    figures = _card_figures(card)
+    i = _amount(intensity, "intensity")
+    cap = _amount(cap_watts, "cap_watts")
+    if cap <= figures["static_watts"]:
+        raise ValueError("cap_watts must be above the static power")
+    roof = min(figures["bf16_flops_per_s"], figures["hbm_bytes_per_s"] * i)
+    return min(roof, (cap - figures["static_watts"]) / (figures["joules_per_flop"] + figures["joules_per_byte"] / i))
+
+
+def ex9_card(**slips):
+    """The Kestrel K5 as the function's accelerator dict, SI (joules per byte: 8 bits of HBM traffic).
+
+    ``slips`` replace figures, for the traps: ``static_watts=0`` (static power forgotten),
+    ``joules_per_byte=4e-12`` (the per-bit figure taken per byte).
+    """
+    c = EX9
+    card = {
+        "bf16_flops_per_s": c["bf16_flops_per_s"],
+        "hbm_bytes_per_s": c["hbm_bytes_per_s"],
+        "static_watts": c["static_watts"],
+        "joules_per_flop": c["joules_per_flop"],
+        "joules_per_byte": 8 * c["hbm_joules_per_bit"],
+    }
+    return {**card, **slips}
+
+
+def ex9_seconds(flops, bytes_moved):
+    """The time at the K5's roof: the longer of FLOPs at the peak and bytes at the bandwidth."""
+    return max(flops / EX9["bf16_flops_per_s"], bytes_moved / EX9["hbm_bytes_per_s"])
+
+
+def ex9_joules(flops, bytes_moved, **slips):
+    """A kernel's energy at the K5's roof: FLOPs, HBM bytes and static power for its time."""
+    card = ex9_card(**slips)
+    return (
+        flops * card["joules_per_flop"]
+        + bytes_moved * card["joules_per_byte"]
+        + card["static_watts"] * ex9_seconds(flops, bytes_moved)
+    )
+
+
+def ex9_gemm():
+    """(FLOPs, bytes) of the square bf16 GEMM: 2 n^3, and A and B read and C written once."""
+    n = EX9["gemm_n"]
+    return 2 * n**3, 3 * n * n * EX9["bytes_per_param"]
+
+
+def ex9_gemv():
+    """(FLOPs, bytes) of the bf16 GEMV on the n x n matrix: 2 n^2, the matrix and both vectors once."""
+    n = EX9["gemm_n"]
+    return 2 * n * n, (n * n + 2 * n) * EX9["bytes_per_param"]
+
+
+def ex9_energy_ridge(**slips):
+    """The intensity (FLOP/byte) at which a kernel's FLOPs and its HBM bytes cost the same energy."""
+    card = ex9_card(**slips)
+    return card["joules_per_byte"] / card["joules_per_flop"]
+
+
+def ex9_kv_bytes_per_token():
+    c = EX9
+    return 2 * c["num_hidden_layers"] * c["num_key_value_heads"] * c["head_dim"] * c["kv_bytes_per_elem"]  # K and V
+
+
+def _ex9_step(batch, kv_bytes_per_token=None):
+    """(FLOPs, bytes) of one decode step of ``batch`` sequences at the scenario's context."""
+    kv = ex9_kv_bytes_per_token() if kv_bytes_per_token is None else kv_bytes_per_token
+    return 2 * EX9["n_params"] * batch, EX9["n_params"] * EX9["bytes_per_param"] + batch * EX9["context_len"] * kv
+
+
+def ex9_decode_seconds(batch):
+    return ex9_seconds(*_ex9_step(batch))
+
+
+def ex9_decode_terms(batch):
+    """The joules of one decode step of ``batch`` sequences, by term: "flops", "bytes", "static"."""
+    flops, bytes_moved = _ex9_step(batch)
+    card = ex9_card()
+    return {
+        "flops": flops * card["joules_per_flop"],
+        "bytes": bytes_moved * card["joules_per_byte"],
+        "static": card["static_watts"] * ex9_seconds(flops, bytes_moved),
+    }
+
+
+def ex9_dominant_term(batch):
+    terms = ex9_decode_terms(batch)
+    return max(terms, key=terms.get)
+
+
+def ex9_decode_joules_per_token(batch, *, kv=True, **slips):
+    """Joules per token of a decode step of ``batch`` sequences on the K5; ``kv=False``: the KV cache
+    left unread (a slip), ``slips``: a figure of :func:`ex9_card` replaced (another)."""
+    c = EX9
+    kv_bytes = ex9_kv_bytes_per_token() if kv else 0
+    return ref_joules_per_token(c["n_params"], kv_bytes, batch, c["context_len"], ex9_card(**slips))
+
+
+def ex9_power_at_roof(flops, bytes_moved):
+    """Watts the K5 draws running a kernel at its roof: its energy over its time."""
+    return ex9_joules(flops, bytes_moved) / ex9_seconds(flops, bytes_moved)
+
+
+def ex9_capped_flops_per_s(**slips):
+    """The square GEMM's FLOP/s under the cap; ``slips`` replace card figures (the traps')."""
+    flops, bytes_moved = ex9_gemm()
+    return ref_capped_flops_per_s(flops / bytes_moved, EX9["cap_watts"], ex9_card(**slips))
+
+
+def ex9_dollars_per_million_tokens(batch=None, *, per_node=False, tokens_per_step=None):
+    """Dollars per million tokens of one K5 decoding ``batch`` sequences step after step, at its share
+    of the node's price (``per_node``: the node's whole price, a slip). ``tokens_per_step``
+    replaces the batch's tokens per step (1: the batch forgotten, a slip)."""
+    c = EX9
+    b = c["batch"] if batch is None else batch
+    dollars_per_hour = c["node_dollars_per_hour"] / (1 if per_node else c["gpus_per_node"])
+    tokens_per_s = (b if tokens_per_step is None else tokens_per_step) / ex9_decode_seconds(b)
+    return dollars_per_hour / (tokens_per_s * 3600) * 1e6  # 3,600 s an hour, per million tokens
 
 
 def _check_datasheet(datasheet):

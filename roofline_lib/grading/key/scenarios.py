@@ -12,6 +12,7 @@ __all__ = [
     "EX7_ACT_LINEAR",
     "EX7_ACT_SCORES",
     "EX8",
+    "EX9",
     "BACKWARD_SHARE",
     "WIDTHS",
 ]
@@ -113,6 +114,32 @@ EX8 = dict(
     batch=64,
     tpot_seconds=0.020,  # the objective, per output token
     running=80,  # requests decoding while a prompt is chunked in
+)
+
+EX9 = dict(
+    hidden_size=3840,
+    num_hidden_layers=40,
+    intermediate_size=10240,
+    num_attention_heads=30,
+    num_key_value_heads=6,
+    head_dim=128,
+    vocab_size=131072,
+    n_params=7_140_802_560,  # the config's weight matrices, as its model card prints them
+    bytes_per_param=2,  # bf16 weights
+    kv_bytes_per_elem=2,  # bf16 KV cache
+    bf16_flops_per_s=1000e12,
+    hbm_bytes_per_s=4.0e12,
+    memory_bytes=96e9,  # "Kestrel K5"
+    tdp_watts=700,  # the most it may draw: a trap, never a term of the energy
+    static_watts=100,  # drawn every second a process holds the card, busy or not
+    joules_per_flop=0.40e-12,  # bf16, on the matrix units
+    hbm_joules_per_bit=4.0e-12,  # the datasheet prints HBM access energy per bit
+    gemm_n=8192,  # M = N = K of the square bf16 GEMM, and the GEMV's matrix side
+    context_len=2048,  # every decoding sequence's context
+    batch=64,
+    cap_watts=400,
+    node_dollars_per_hour=36.0,  # one node of gpus_per_node cards, each serving its own copy
+    gpus_per_node=8,
 )
 
 #: The share of a step's compute under which a gradient all-reduce can run: the backward pass,
