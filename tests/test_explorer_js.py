@@ -90,6 +90,21 @@ function evaluateCases(X, cases) {
       if (c.op === "parallel_view") return X.parallelExplorerPlan(c.view);
       if (c.op === "parallel_sliders") return X.parallelSliderLog2;
       if (c.op === "batch_note") return X.parallelBatchNote(c.planned, c.asked, c.dp);
+      if (c.op === "decode_energy") {
+        return X.decodeEnergy(c.counts, c.gpu, c.bytes_per_param, c.batch, c.context_len, c.cap_watts);
+      }
+      if (c.op === "energy_point") {
+        return X.energyPoint(c.counts, c.gpu, c.bytes_per_param, c.batch, c.context_len, c.cap_watts);
+      }
+      if (c.op === "joules_per_flop") {
+        var pw = X.powerSpec(c.gpu), rec = X.findGpu(c.gpu);
+        return X.joulesPerFlopAtTdp(pw.tdp_watts, pw.idle_watts, X.peakFlopsPerS(rec, c.precision), rec.hbm_bytes_per_s,
+          pw.joules_per_hbm_byte);
+      }
+      if (c.op === "gpu_hour_price") return X.gpuHourPrice(c.gpu);
+      if (c.op === "cost") return X.costPerMillionTokens(c.tokens_per_s, c.dollars_per_hour);
+      if (c.op === "energy_text") return [X.energyText(c.x), X.powerText(c.x)];
+      if (c.op === "energy_sliders") return X.energySliders;
       throw new Error("unknown op " + c.op);
     } catch (err) {
       return { error: String(err.message) };
@@ -1399,3 +1414,177 @@ def test_the_page_and_the_widget_say_the_same_of_a_changed_batch(run_js):
     got = run_js([{"op": "batch_note", "planned": a, "asked": b, "dp": c} for a, b, c in shapes])
     assert got == [_batch_note(*shape) for shape in shapes]
     assert got[0].startswith("The global batch is raised from 64 to 128") and got[2] == ""
+
+
+# ------------------------------------------------------------------ energy mode (roofline_lib.workloads.energy)
+
+#: TokenEnergy fields the page restates: its camelCase name -> the library's attribute.
+_ENERGY_FIELDS = {
+    "tokens": "tokens",
+    "seconds": "seconds",
+    "flopJoules": "flop_joules",
+    "byteJoules": "byte_joules",
+    "staticJoules": "static_joules",
+    "joules": "joules",
+    "joulesPerToken": "joules_per_token",
+    "averageWatts": "average_watts",
+    "feasible": "feasible",
+}
+
+
+def _energy_counts(model: str) -> dict:
+    """A model's counts per byte of width, as the energy widget writes them into the page."""
+    from roofline_lib import widgets_energy
+
+    cfg = rl.model_config(model)
+    return widgets_energy._site_counts(cfg) | {"model_name": cfg.name}
+
+
+def _energy_server(model: str, gpu: str, width: int):
+    return rl.serving_server(rl.model_config(model), gpu, bytes_per_param=width)
+
+
+def test_energy_per_token_matches_the_library_on_every_gpu_width_batch_context_and_cap(run_js):
+    from roofline_lib import widgets_energy
+
+    gpus = list(widgets_energy.energy_gpus())
+    assert len(gpus) >= 4  # the grid below is not empty
+    cases, expected = [], []
+    for model in ("llama-3-8b", "qwen2-7b", "llama-2-70b"):
+        counts = _energy_counts(model)
+        for gpu in gpus:
+            for width in (2, 1):
+                try:
+                    server = _energy_server(model, gpu, width)
+                except ValueError as exc:  # fp8 on an A100: the page refuses it in the same words
+                    cases.append({"op": "decode_energy", "counts": counts, "gpu": gpu, "bytes_per_param": width,
+                                  "batch": 1, "context_len": 128, "cap_watts": None})  # fmt: skip
+                    expected.append(exc)
+                    continue
+                for batch, context in ((1, 128), (64, 2048), (512, 2048), (8, 32768)):
+                    for cap in (None, 150, 250, 400, 700, 1000):
+                        cases.append({"op": "decode_energy", "counts": counts, "gpu": gpu, "bytes_per_param": width,
+                                      "batch": batch, "context_len": context, "cap_watts": cap})  # fmt: skip
+                        expected.append(rl.decode_energy(server, batch, context, cap_watts=cap))
+    got = run_js(cases)
+    assert len(got) == len(cases) > 400
+    assert {e.feasible for e in expected if not isinstance(e, Exception)} == {True, False}  # some steps do not fit
+    for case, mine, lib in zip(cases, got, expected):
+        if isinstance(lib, Exception):
+            assert mine["error"] == str(lib), (case, mine)  # the library's refusal, word for word
+            continue
+        _assert_matches_library([case], [mine], [lib], _ENERGY_FIELDS, scalar=lambda _case: False)
+        assert mine["fitHeadline"] == lib.fit.headline, case
+
+
+def test_energy_worked_example(run_js):
+    counts = _energy_counts("llama-3-8b")
+    base = {"op": "decode_energy", "counts": counts, "gpu": "H100", "bytes_per_param": 2, "context_len": 2048}
+    free, capped = run_js([base | {"batch": 64, "cap_watts": None}, base | {"batch": 64, "cap_watts": 200}])
+    # FLOPs at (700 - 121.7 - 3.35e12 B/s * 31.76 pJ/B) W / 989.5e12 FLOP/s = 0.477 pJ; 41.9 mJ a token at the roof
+    assert free["joulesPerToken"] == pytest.approx(0.041917, rel=1e-4) and free["averageWatts"] == pytest.approx(
+        279.18, rel=1e-4
+    )
+    # under 200 W the dynamic 1.513 J take 1.513 / (200 - 121.7) = 19.3 ms, twice the roof's 9.61 ms
+    assert capped["seconds"] == pytest.approx((free["flopJoules"] + free["byteJoules"]) / (200 - 121.7))
+    assert capped["averageWatts"] == pytest.approx(200) and capped["flopJoules"] == free["flopJoules"]
+
+
+def test_energy_joules_per_flop_prices_and_costs_match_the_library(run_js):
+    from roofline_lib import widgets_energy
+
+    cases, expected = [], []
+    for gpu in widgets_energy.energy_gpus():
+        for p in rl.gpu(gpu).precisions:
+            cases.append({"op": "joules_per_flop", "gpu": gpu, "precision": p})
+            expected.append(rl.power_spec(gpu).flop_joules(p))
+        cases.append({"op": "gpu_hour_price", "gpu": gpu})
+        try:
+            expected.append(rl.gpu_hour_price(gpu))
+        except ValueError as exc:
+            expected.append(exc)
+    for rate, price in ((6660.4, 4.916), (1.0, 0.0), (1e6, 5.408)):
+        cases.append({"op": "cost", "tokens_per_s": rate, "dollars_per_hour": price})
+        expected.append(rl.cost_per_million_tokens(rate, price))
+    cases.append({"op": "gpu_hour_price", "gpu": "L4"})
+    expected.append(ValueError("gpu 'L4' has no GPU-hour price on record"))
+    cases.append({"op": "cost", "tokens_per_s": 0, "dollars_per_hour": 1.0})
+    expected.append(ValueError("tokens_per_s must be a positive"))
+    got = run_js(cases)
+    assert any(isinstance(e, rl.GPUPrice) for e in expected) and any(isinstance(e, ValueError) for e in expected)
+    for case, mine, lib in zip(cases, got, expected):
+        if isinstance(lib, ValueError):
+            assert mine["error"].startswith(str(lib).split(";")[0].split(": must")[0]), (case, mine, lib)
+        elif isinstance(lib, rl.GPUPrice):
+            assert (mine["dollars_per_hour"], mine["source"], mine["date"]) == (
+                lib.dollars_per_hour,
+                lib.source,
+                lib.date,
+            )
+        else:
+            assert math.isclose(mine, lib, rel_tol=1e-12), (case, mine, lib)
+
+
+def test_energy_refusals_are_the_librarys_words(run_js):
+    counts = _energy_counts("llama-3-8b")
+    base = {"op": "decode_energy", "counts": counts, "bytes_per_param": 2, "batch": 8, "context_len": 1024}
+    h100 = _energy_server("llama-3-8b", "H100", 2)
+    refusals = {}
+    for gpu, cap in (("H100", 121.7), ("H100", 50), ("A100", 80)):
+        with pytest.raises(ValueError) as exc:
+            rl.decode_energy(_energy_server("llama-3-8b", gpu, 2), 8, 1024, cap_watts=cap)
+        refusals[gpu, cap] = str(exc.value)
+    with pytest.raises(ValueError) as no_figures:
+        rl.power_spec("L4")
+    got = run_js([base | {"gpu": g, "cap_watts": c} for g, c in refusals] + [base | {"gpu": "L4", "cap_watts": None}])
+    for (key, words), mine in zip(refusals.items(), got):
+        assert mine == {"error": words}, (key, mine, words)
+    # the same sentence; the GPUs that have figures in the export's order (the registry's), the library's in its file's
+    mine_head, mine_list = got[-1]["error"].rsplit(": ", 1)
+    lib_head, lib_list = str(no_figures.value).rsplit(": ", 1)
+    assert mine_head == lib_head and sorted(mine_list.split(", ")) == sorted(lib_list.split(", "))
+    assert got[-1]["error"].startswith("gpu 'L4' has no power and energy figures in the registry")
+    assert rl.decode_energy(h100, 8, 1024, cap_watts=121.8).seconds > 0  # just above the static power: priced
+
+
+def test_energy_explorer_starts_at_the_widgets_point(run_js):
+    from roofline_lib import widgets_energy
+
+    for kwargs in ({}, {"gpu": "H200", "cap_watts": 250, "batch": 16, "context_len": 8192}, {"bytes_per_param": 1}):
+        ex = widgets_energy.energy_explorer(**kwargs)
+        attrs = ex.site_attributes
+        names = ("body_flops", "key_flops", "unembed_flops", "weight_params_fixed", "weight_params_per_token",
+                 "kv_elements_per_token", "stored_params", "activation_bytes_per_token", "activation_bytes_per_row",
+                 "max_context_tokens")  # fmt: skip
+        counts = {n: float(attrs["data-" + n.replace("_", "-")]) for n in names} | {
+            "model_name": attrs["data-model-name"]
+        }
+        (point,) = run_js([{
+            "op": "energy_point", "counts": counts, "gpu": attrs["data-gpu"],
+            "bytes_per_param": int(attrs["data-bytes-per-param"]), "batch": int(attrs["data-batch"]),
+            "context_len": int(attrs["data-context-len"]), "cap_watts": float(attrs["data-cap-watts"]),
+        }])  # fmt: skip
+        chosen = ex.result.chosen
+        assert point["batch"] == chosen.batch and point["capBinds"] == chosen.cap_binds, kwargs
+        _assert_matches_library([kwargs], [point["free"]], [chosen.free], _ENERGY_FIELDS, scalar=lambda _c: False)
+        _assert_matches_library([kwargs], [point["capped"]], [chosen.capped], _ENERGY_FIELDS, scalar=lambda _c: False)
+        assert point["dollarsPerMillion"] == pytest.approx(chosen.dollars_per_million, rel=1e-12)
+
+
+def test_energy_sliders_span_what_the_widget_spans(run_js):
+    from roofline_lib import widgets_energy as we
+
+    (sliders,) = run_js([{"op": "energy_sliders"}])
+    assert sliders == {
+        "batch_log2": [we.BATCH_LOG2[0], we.BATCH_LOG2[-1]],
+        "context_log2": [we.CONTEXT_LOG2[0], we.CONTEXT_LOG2[-1]],
+        "cap_watts": list(we.CAP_WATTS),
+    }
+
+
+@pytest.mark.parametrize("x", [0.0419167, 1.05, 999.4, 1234.0, 6.45e11, 2.1588e13, 279.18, 5600.0, 3.2e6])
+def test_energy_and_power_print_as_the_library_prints_them(run_js, x):
+    from roofline_lib.core.formatting import energy_text, power_text
+
+    ((energy, power),) = run_js([{"op": "energy_text", "x": x}])
+    assert (energy, power) == (energy_text(x), power_text(x))

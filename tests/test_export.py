@@ -86,3 +86,26 @@ def test_links_and_nodes_are_exported_one_direction_in_registry_order():
     assert (h100["gpu"], h100["n_gpus"], h100["scale_up"], h100["scale_out"]) == ("h100-sxm", 8, "nvlink4", "ib-ndr")
     for key, record in data["links"].items():
         assert record["bytes_per_s"] == rl.link(key).bytes_per_s and record["source"]
+
+
+def test_the_energy_registry_is_exported_for_the_energy_explorer():
+    energy = export.registry_as_dict()["energy"]
+    # every GPU with power figures, in the GPU registry's order; the others (an L4) have none
+    assert list(energy["gpus"]) == [
+        k for k in known_gpus() if k in {"h100-sxm", "h200", "a100-80gb-sxm", "a100-40gb-sxm"}
+    ]
+    assert "l4" not in energy["gpus"]
+    h100 = energy["gpus"]["h100-sxm"]
+    power = rl.power_spec("H100")
+    assert (h100["tdp_watts"], h100["idle_watts"]) == (700.0, power.idle_watts)
+    assert h100["joules_per_hbm_byte"] == pytest.approx(3.97 * 8e-12)  # 3.97 pJ a bit, eight bits a byte
+    assert h100["sources"]["tdp_watts"] == power.sources["tdp_watts"]  # each figure with its source and date
+    # prices: only the GPUs with one on record, each with where and when it was listed
+    assert "a100-80gb-sxm" not in energy["prices"]
+    price = rl.gpu_hour_price("H100")
+    assert energy["prices"]["h100-sxm"] == {
+        "dollars_per_hour": price.dollars_per_hour,
+        "source": price.source,
+        "date": price.date,
+        "detail": price.detail,
+    }

@@ -57,6 +57,7 @@ CHAPTER_1 = "notebooks/01_two_speed_limits.html"
 CHAPTER_3 = "notebooks/03_counting_flops.html"
 CHAPTER_5 = "notebooks/05_mfu.html"
 CHAPTER_9 = "notebooks/09_parallelism.html"
+CHAPTER_11 = "notebooks/11_energy.html"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 DESKTOP = {"width": 1280, "height": 900}
 TOUR_BATCH = 2  # pages loading at once in the tour (more gains nothing on 2 cores)
@@ -497,7 +498,12 @@ _PHONE_EXPLORER_PROBE = """() => Array.from(document.querySelectorAll('.roofline
     }
     return {mode: ex.dataset.mode, clipped, broken, readouts: ex.querySelectorAll('.roofline-explorer__readout dd').length};
 })"""
-PHONE_CHAPTERS = ("notebooks/08_communication.html", "notebooks/09_parallelism.html", "notebooks/10_serving.html")
+PHONE_CHAPTERS = (
+    "notebooks/08_communication.html",
+    "notebooks/09_parallelism.html",
+    CHAPTER_11,
+    "notebooks/10_serving.html",
+)
 
 
 def test_on_a_phone_no_explorer_control_is_clipped_and_no_readout_word_is_broken(tour):
@@ -831,9 +837,56 @@ def _check_parallel(explorer) -> dict:
     return {name: text for name, (_, text) in shown.items()}
 
 
+def _check_energy(explorer) -> dict:
+    """The energy mode against rl.decode_energy (no cap and under the cap) and rl.cost_per_million_tokens at
+    its current controls, as widgets_energy.energy_point prices them; a refusal in the library's words."""
+    from roofline_lib import widgets_energy
+    from roofline_lib.core.formatting import energy_text, power_text
+
+    shown = _readouts(explorer)
+    cur = {k: explorer.get_attribute(f"data-current-{k}") for k in ("gpu", "bytes-per-param", "cap-watts", "batch")}
+    context = int(explorer.get_attribute("data-current-context-len"))
+    name = explorer.get_attribute("data-model-name")
+    (cfg,) = [rl.model_config(k) for k in rl.shipped_models() if rl.model_config(k).name == name]
+    note = explorer.locator(".roofline-explorer__note").inner_text()
+    try:
+        price = rl.gpu_hour_price(cur["gpu"])
+    except ValueError:
+        price = None
+    try:
+        server = rl.serving_server(cfg, cur["gpu"], bytes_per_param=int(cur["bytes-per-param"]))
+        p = widgets_energy.energy_point(server, int(cur["batch"]), context, float(cur["cap-watts"]), price)
+    except ValueError as exc:
+        assert shown["joules_per_token"] == ("refused", "refused") and note == str(exc), (shown, note)
+        return {name: text for name, (_, text) in shown.items()}
+    for key, value in (
+        ("joules_per_token", p.free.joules_per_token),
+        ("average_watts", p.free.average_watts),
+        ("step_seconds", p.free.seconds),
+        ("capped_joules_per_token", p.capped.joules_per_token),
+        ("capped_step_seconds", p.capped.seconds),
+    ):
+        assert math.isclose(float(shown[key][0]), value, rel_tol=1e-12), (key, shown[key], value)
+    assert shown["joules_per_token"][1] == energy_text(p.free.joules_per_token)  # "41.9 mJ", as the library writes it
+    assert shown["average_watts"][1] == power_text(p.free.average_watts)
+    assert shown["capped_joules_per_token"][1].startswith(energy_text(p.capped.joules_per_token))
+    assert ("does not bind" in shown["capped_joules_per_token"][1]) == (not p.cap_binds)
+    assert shown["parts"][1] == widgets_energy._shares(p.free)
+    if price is None:
+        assert shown["dollars_per_million"] == ("", "no price on record")
+    else:
+        assert math.isclose(float(shown["dollars_per_million"][0]), p.dollars_per_million, rel_tol=1e-12)
+        assert math.isclose(float(shown["capped_dollars_per_million"][0]), p.capped_dollars_per_million, rel_tol=1e-12)
+        assert price.date in note
+    assert note.startswith("DOES NOT FIT") == (not p.feasible), note
+    return {name: text for name, (_, text) in shown.items()}
+
+
 def _check_explorer(explorer) -> dict:
     """Compare every readout of one explorer with roofline_lib; return what it showed."""
     mode = explorer.get_attribute("data-mode")
+    if mode == "energy":
+        return _check_energy(explorer)
     if mode == "flops":
         return _check_flop_shares(explorer)
     if mode == "comms":
@@ -995,6 +1048,46 @@ def test_parallel_explorer_updates_and_refuses_a_layout(visit):
     explorer.locator('select[name="recompute"]').select_option("full")
     _check_explorer(explorer)
     assert explorer.locator("rect.roofline-explorer__bar--binding").count() == 1
+    assert not v.problems, "\n".join(v.problems)
+
+
+def test_energy_explorer_updates_and_refuses_bad_input(visit):
+    v = visit(CHAPTER_11)
+    explorer = v.page.locator('.roofline-explorer[data-mode="energy"]').first
+    note = explorer.locator(".roofline-explorer__note")
+    start = _check_explorer(explorer)
+    # chapter 11's start, Llama-3-8B in bf16 on an H100 at batch 64 and 2,048 keys: 2.68 J a step over 64
+    # tokens at 279 W, $4.916 an hour over 6,660 tokens/s; under the 250 W cap the step's dynamic 1.513 J
+    # take 1.513 / (250 - 121.7) W = 11.8 ms
+    assert start["joules_per_token"] == "41.9 mJ" and start["average_watts"] == "279 W", start
+    assert start["capped_joules_per_token"] == "46.1 mJ" and start["capped_step_seconds"] == "11.8 ms", start
+    assert start["dollars_per_million"] == "$0.205" and start["capped_dollars_per_million"] == "$0.252", start
+    assert explorer.locator("polyline[data-line=capped]").count() == 2  # a dashed line in each panel
+    cap = explorer.locator('input[name="cap_watts"]')
+    cap.fill("200")  # the step slows to 1.513 J / (200 - 121.7) W = 19.3 ms
+    moved = _check_explorer(explorer)
+    assert moved["capped_joules_per_token"] == "60.4 mJ" and moved["capped_step_seconds"] == "19.3 ms", moved
+    cap.fill("400")  # above the step's 279 W: the cap does not bind
+    assert _check_explorer(explorer)["capped_joules_per_token"] == "41.9 mJ (the cap does not bind)"
+    cap.fill("110")  # below the H100's static power: refused in the library's words
+    assert note.inner_text().startswith("cap_watts=110 W is at or below the H100 SXM's static power of 121.7 W")
+    _check_explorer(explorer)
+    explorer.locator('select[name="gpu"]').select_option("a100-80gb-sxm")  # 80 W static: 110 W is a cap again
+    no_price = _check_explorer(explorer)
+    assert no_price["dollars_per_million"] == "no price on record"
+    explorer.locator('select[name="bytes_per_param"]').select_option("1")  # the A100 has no fp8
+    assert note.inner_text().startswith("A100 80GB SXM has no fp8")
+    _check_explorer(explorer)
+    explorer.locator('select[name="bytes_per_param"]').select_option("2")
+    cap.fill("300")
+    explorer.locator('select[name="gpu"]').select_option("h200")
+    _check_explorer(explorer)
+    explorer.locator('input[name="batch"]').fill("10")  # the last notch: 1,024 sequences of 2,048 keys, 275 GB of KV
+    assert note.inner_text().startswith("DOES NOT FIT: Llama-3-8B with 1024 sequences")
+    _check_explorer(explorer)
+    explorer.locator('input[name="context_len"]').fill("0")  # 256 keys
+    cap.fill("1000")
+    _check_explorer(explorer)
     assert not v.problems, "\n".join(v.problems)
 
 

@@ -15,6 +15,8 @@
  *        data-prompt-len="1024" data-output-len="256" data-chunk-tokens="2048" data-body-flops="..." (serving.step_counts's fields)></div>
  *   <div class="roofline-explorer" data-mode="parallel" data-model="llama-3-70b" data-node="8x-h100" data-n-gpus="64" data-tp="8"
  *        data-pp="1" data-zero="1" data-recompute="selective" data-global-batch="64" data-seq-len="4096"></div>
+ *   <div class="roofline-explorer" data-mode="energy" data-gpu="h100-sxm" data-bytes-per-param="2" data-cap-watts="400"
+ *        data-batch="64" data-context-len="2048" data-model-name="Llama-3-8B" data-body-flops="..." (widgets_energy._site_counts)></div>
  *
  * The arithmetic mirrors roofline_lib and is tested against it (tests/test_explorer_js.py):
  *   ridge       = peak / bandwidth                                  (roofline.ridge_point)
@@ -37,6 +39,10 @@
  *                 hbm = state and activations through HBM, one per dp/tp/cp/ep/pp collective (hierarchical);
  *                 the longest binds, MFU = model FLOPs / (GPUs x peak x step); memory per GPU after ZeRO
  *                                                                   (parallel.plan, train_memory)
+ *   energy      = a decode step's FLOPs x e_flop + bytes x e_byte + static watts x seconds, per token; e_flop =
+ *                 (TDP - static - bandwidth x e_byte) / peak; under a cap the step takes at least its dynamic
+ *                 joules / (cap - static watts); $ per million tokens = price per hour / (tokens/s x 3600) x 1e6
+ *                                                                   (energy.decode_energy, energy_cost)
  * Everything is SI inside; the readouts convert to TFLOP/s, TB/s, GB and ms, 3 significant digits.
  */
 (function (root) {
@@ -370,6 +376,22 @@
     return sig3(s * 1e9) + " ns";
   }
 
+  /** formatting.energy_text: joules in mJ, J, kJ, MJ, GJ or TJ with three significant figures: 0.0419 -> "41.9 mJ". */
+  function energyText(joules) {
+    var units = [["TJ", 1e12], ["GJ", 1e9], ["MJ", 1e6], ["kJ", 1e3], ["J", 1]];
+    for (var i = 0; i < units.length; i++) {
+      if (Math.abs(joules) >= units[i][1]) return generalLikePython(joules / units[i][1], 3) + " " + units[i][0];
+    }
+    return generalLikePython(joules / 1e-3, 3) + " mJ";
+  }
+
+  /** formatting.power_text: watts in W, kW or MW with three significant figures: 279.4 -> "279 W". */
+  function powerText(watts) {
+    if (Math.abs(watts) >= 1e6) return generalLikePython(watts / 1e6, 3) + " MW";
+    if (Math.abs(watts) >= 1e3) return generalLikePython(watts / 1e3, 3) + " kW";
+    return generalLikePython(watts, 3) + " W";
+  }
+
   /** Round to 3 significant digits and print with thousands separators: 12345 -> "12,300". */
   function sig3(x) {
     if (x === 0) return "0";
@@ -555,10 +577,11 @@
   }
 
   /** serving.step_time of a step with `tokens` new tokens attending to `keys` keys in all, `rows`
-   *  logits rows and `cached` tokens read from the KV cache (a dense model, no sliding window). */
-  function servingStep(counts, gpu, tokens, keys, rows, cached) {
+   *  logits rows and `cached` tokens read from the KV cache (a dense model, no sliding window), on the
+   *  peak of `precision` (default: the chip's serving precision). */
+  function servingStep(counts, gpu, tokens, keys, rows, cached, precision) {
     var rec = asGpu(gpu);
-    var precision = servingPrecision(rec);
+    precision = precision === undefined ? servingPrecision(rec) : precision;
     var peak = peakFlopsPerS(rec, precision);
     var flops = tokens * counts.body_flops + keys * counts.key_flops + rows * counts.unembed_flops;
     var weights = counts.weight_bytes_fixed + tokens * counts.weight_bytes_per_token;
@@ -724,6 +747,162 @@
         generalLikePython(tpotS * 1e3, 4) + " ms): loosen it, or change the policy, the GPU or the model");
     }
     return best;
+  }
+
+  // -- energy: roofline_lib.workloads.energy's decode_energy and energy_cost's cost_per_million_tokens, on the
+  //    energy registry the export carries (each GPU's TDP, static power and joules per HBM byte; dated prices)
+
+  var ENERGY_DATA_FILE = "roofline_lib/core/data/energy.json"; // where the library's refusals point
+  var WIDTH_PRECISION = { 2: "bf16", 1: "fp8" }; // inference.precision_for_bytes, for the explorer's two widths
+  var SECONDS_PER_HOUR = 3600;
+  //: The model's counts per byte of width (widgets_energy._site_counts): the byte counts scale with the width.
+  var ENERGY_COUNT_FIELDS = ["body_flops", "key_flops", "unembed_flops", "weight_params_fixed", "weight_params_per_token",
+    "kv_elements_per_token", "stored_params", "activation_bytes_per_token", "activation_bytes_per_row",
+    "max_context_tokens"];
+
+  function energyRegistry() {
+    var energy = registry().energy;
+    if (!energy || !energy.gpus || !energy.prices) {
+      throw new Error("the energy registry (roofline-registry.js's energy) is not loaded on this page");
+    }
+    return energy;
+  }
+
+  /** energy.power_spec's figures of a GPU (TDP and static watts, joules per HBM and link byte, sources);
+   *  a GPU without them is refused in the library's words, naming those that have them. */
+  function powerSpec(gpu) {
+    var rec = asGpu(gpu);
+    var table = energyRegistry().gpus;
+    if (!Object.prototype.hasOwnProperty.call(table, rec.key)) {
+      var have = Object.keys(table).map(function (k) { return registry().gpus[k].name; }).join(", ");
+      throw new Error("gpu " + pyRepr(rec.name) + " has no power and energy figures in the registry (" +
+        ENERGY_DATA_FILE + "); GPUs that have them: " + have);
+    }
+    return table[rec.key];
+  }
+
+  /** energy.joules_per_flop_at_tdp: a GEMM at the ridge draws the whole TDP, so
+   *  e_flop = (tdp - idle - bandwidth * e_byte) / peak. */
+  function joulesPerFlopAtTdp(tdpWatts, idleWatts, peakFlopsPerS, hbmBytesPerS, joulesPerHbmByte) {
+    var memoryWatts = hbmBytesPerS * joulesPerHbmByte; // the ridge moves bytes at the full bandwidth
+    var computeWatts = tdpWatts - idleWatts - memoryWatts;
+    if (computeWatts <= 0) {
+      throw new Error("tdp_watts=" + generalLikePython(tdpWatts, 6) + " W leaves no power for FLOPs after idle_watts=" +
+        generalLikePython(idleWatts, 6) + " W and the bytes' " + generalLikePython(memoryWatts, 4) +
+        " W (hbm_bytes_per_s * joules_per_hbm_byte): check the units (watts, joules per byte)");
+    }
+    return computeWatts / peakFlopsPerS;
+  }
+
+  /** energy._cap: a cap in watts above the GPU's static power, refused in the library's words otherwise. */
+  function capWattsOf(capWatts, power, gpuName) {
+    positive(capWatts, "cap_watts", "watts");
+    if (capWatts <= power.idle_watts) {
+      throw new Error("cap_watts=" + generalLikePython(capWatts, 6) + " W is at or below the " + gpuName +
+        "'s static power of " + generalLikePython(power.idle_watts, 6) + " W (idle_watts): no power would be left " +
+        "to compute with; give a cap in watts above it");
+    }
+    return capWatts;
+  }
+
+  /** The serving counts (serving.step_counts) of a model whose weights and KV cache are `bytesPerParam` wide,
+   *  from its counts per byte of width. */
+  function widthCounts(perByte, bytesPerParam) {
+    ENERGY_COUNT_FIELDS.forEach(function (name) {
+      var v = perByte[name];
+      if (typeof v !== "number" || !isFinite(v) || v < 0) {
+        throw new Error("energy count " + name + " must be a finite number of 0 or more, got " + v);
+      }
+    });
+    if (!Object.prototype.hasOwnProperty.call(WIDTH_PRECISION, bytesPerParam)) {
+      throw new Error("bytes_per_param must be 2 (bf16) or 1 (fp8) bytes per parameter, got " + pyRepr(bytesPerParam));
+    }
+    var b = bytesPerParam;
+    return {
+      body_flops: perByte.body_flops, key_flops: perByte.key_flops, unembed_flops: perByte.unembed_flops,
+      weight_bytes_fixed: b * perByte.weight_params_fixed, weight_bytes_per_token: b * perByte.weight_params_per_token,
+      kv_bytes_per_token: b * perByte.kv_elements_per_token, stored_weight_bytes: b * perByte.stored_params,
+      activation_bytes_per_token: perByte.activation_bytes_per_token,
+      activation_bytes_per_row: perByte.activation_bytes_per_row,
+      max_context_tokens: perByte.max_context_tokens, model_name: perByte.model_name,
+    };
+  }
+
+  /** energy.decode_energy(rl.serving_server(cfg, gpu, bytes_per_param=b), batch, context_len, cap_watts=cap):
+   *  one decode step's FLOPs at the joules per FLOP of the server's peak, its bytes at the joules per HBM byte,
+   *  and static power for its seconds; under a cap the step runs no faster than its dynamic joules over
+   *  (cap - static watts). `capWatts` null: no cap. */
+  function decodeEnergy(perByte, gpu, bytesPerParam, batch, contextLen, capWatts) {
+    var rec = asGpu(gpu);
+    var counts = widthCounts(perByte, bytesPerParam);
+    var precision = WIDTH_PRECISION[bytesPerParam];
+    if (rec.precisions.indexOf(precision) < 0) { // the words of GPUSpec.peak_flops_per_s
+      throw new Error(rec.name + " has no " + precision + " (precision=" + pyRepr(precision) + "); it has: " +
+        rec.precisions.join(", "));
+    }
+    var b = wholeNumber(batch, "batch", "sequences");
+    var c = wholeNumber(contextLen, "context_len", "tokens");
+    var step = servingStep(counts, rec, b, b * c, b, b * (c - 1), precision);
+    var fit = servingFit(counts, rec, c, b, b, b);
+    var power = powerSpec(rec);
+    var eFlop = joulesPerFlopAtTdp(power.tdp_watts, power.idle_watts, peakFlopsPerS(rec, precision),
+      rec.hbm_bytes_per_s, power.joules_per_hbm_byte);
+    var flopJoules = step.flops * eFlop;
+    var byteJoules = step.bytesMoved * power.joules_per_hbm_byte;
+    var seconds = step.seconds;
+    if (capWatts !== null && capWatts !== undefined) {
+      var cap = capWattsOf(capWatts, power, rec.name);
+      seconds = Math.max(step.seconds, (flopJoules + byteJoules) / (cap - power.idle_watts));
+    }
+    var staticJoules = power.idle_watts * seconds;
+    var joules = flopJoules + byteJoules + staticJoules;
+    return {
+      tokens: b, seconds: seconds, flopJoules: flopJoules, byteJoules: byteJoules, staticJoules: staticJoules,
+      joules: joules, joulesPerToken: joules / b, averageWatts: joules / seconds, feasible: fit.feasible,
+      fitHeadline: fit.headline, capWatts: capWatts === undefined ? null : capWatts,
+    };
+  }
+
+  /** energy_cost.gpu_hour_price: the listed price of a GPU-hour, with its source and date. */
+  function gpuHourPrice(gpu) {
+    var rec = asGpu(gpu);
+    var prices = energyRegistry().prices;
+    if (!Object.prototype.hasOwnProperty.call(prices, rec.key)) {
+      var have = Object.keys(prices).map(function (k) { return registry().gpus[k].name; }).join(", ");
+      throw new Error("gpu " + pyRepr(rec.name) + " has no GPU-hour price on record (" + ENERGY_DATA_FILE +
+        "); GPUs that have one: " + have + ". Pass your own dollars_per_hour to cost_per_million_tokens");
+    }
+    return prices[rec.key];
+  }
+
+  /** energy_cost.cost_per_million_tokens: dollars per 1e6 tokens of one GPU at `tokensPerS` and a GPU-hour price. */
+  function costPerMillionTokens(tokensPerS, dollarsPerHour) {
+    positive(tokensPerS, "tokens_per_s", "tokens per second");
+    nonNegative(dollarsPerHour, "dollars_per_hour", "US dollars per GPU-hour");
+    var tokensPerHour = tokensPerS * SECONDS_PER_HOUR;
+    return (dollarsPerHour / tokensPerHour) * 1e6; // per million tokens
+  }
+
+  // The energy mode's sliders, widgets_energy's (tests/test_explorer_js.py holds the two equal):
+  var ENERGY_SLIDERS = {
+    batch_log2: [0, 10], // BATCH_LOG2: the x axis and the batch slider, 1 to 1,024 sequences
+    context_log2: [8, 15], // CONTEXT_LOG2: 256 to 32,768 keys
+    cap_watts: [100, 1000, 10], // CAP_WATTS: the power cap slider's from, to and step
+  };
+  var ENERGY_BATCHES = powersOfTwo(ENERGY_SLIDERS.batch_log2[0], ENERGY_SLIDERS.batch_log2[1]);
+  var ENERGY_CONTEXTS = powersOfTwo(ENERGY_SLIDERS.context_log2[0], ENERGY_SLIDERS.context_log2[1]);
+  var ENERGY_CAP_WATTS = ENERGY_SLIDERS.cap_watts;
+
+  /** widgets_energy.energy_point: one batch with no cap and under the cap, and each one's cost (null with no price). */
+  function energyPoint(perByte, gpu, bytesPerParam, batch, contextLen, capWatts) {
+    var rec = asGpu(gpu);
+    var prices = energyRegistry().prices;
+    var price = Object.prototype.hasOwnProperty.call(prices, rec.key) ? prices[rec.key].dollars_per_hour : null;
+    var free = decodeEnergy(perByte, rec, bytesPerParam, batch, contextLen, null);
+    var capped = decodeEnergy(perByte, rec, bytesPerParam, batch, contextLen, capWatts);
+    function dollars(e) { return price === null ? null : costPerMillionTokens(e.tokens / e.seconds, price); }
+    return { batch: batch, free: free, capped: capped, dollarsPerMillion: dollars(free),
+      cappedDollarsPerMillion: dollars(capped), feasible: free.feasible, capBinds: capped.seconds > free.seconds };
   }
 
   // -- parallelism: roofline_lib.workloads.parallel.plan and roofline_lib.workloads.train_memory, on the registry's nodes and models
@@ -1319,6 +1498,15 @@
     expertParams: expertParams,
     parallelPlan: parallelPlan,
     parallelExplorerPlan: parallelExplorerPlan,
+    powerSpec: powerSpec,
+    joulesPerFlopAtTdp: joulesPerFlopAtTdp,
+    decodeEnergy: decodeEnergy,
+    gpuHourPrice: gpuHourPrice,
+    costPerMillionTokens: costPerMillionTokens,
+    energyPoint: energyPoint,
+    energySliders: ENERGY_SLIDERS,
+    energyText: energyText,
+    powerText: powerText,
   };
   root.RooflineExplorer = api;
 
@@ -1341,6 +1529,7 @@
     comms: "Collective cost explorer",
     serving: "Serving frontier explorer",
     parallel: "Parallelism planner",
+    energy: "Energy and cost explorer",
   };
   // The four parts of a token's forward FLOPs, in the order of roofline_lib's flop_share_explorer.
   var SHARE_PARTS = [
@@ -2401,6 +2590,203 @@
     refresh();
   }
 
+  // -- energy: widgets_energy.energy_explorer's decode energy and cost against the batch, with a power cap
+
+  var ENERGY_WIDTHS = { 2: "bf16 (2 bytes)", 1: "fp8 (1 byte)" }; // widgets_energy.WIDTHS
+  var ENERGY_PANELS = [
+    { key: "joules", title: "J per output token", free: function (p) { return p.free.joulesPerToken; },
+      capped: function (p) { return p.capped.joulesPerToken; } },
+    { key: "dollars", title: "$ per million output tokens", free: function (p) { return p.dollarsPerMillion; },
+      capped: function (p) { return p.cappedDollarsPerMillion; } },
+  ];
+
+  /** widgets_energy._shares: "18% FLOPs, 38% HBM bytes, 44% static". */
+  function energyShares(e) {
+    return percentLikePython(e.flopJoules / e.joules, 0) + " FLOPs, " + percentLikePython(e.byteJoules / e.joules, 0) +
+      " HBM bytes, " + percentLikePython(e.staticJoules / e.joules, 0) + " static";
+  }
+
+  /** Two log-log panels against the batch: J per token (left) and $ per million tokens (right), each with no
+   *  cap (solid) and under the cap (dashed), the chosen batch ringed, and a legend under them (the widget's
+   *  colours: matplotlib's C0 and C1, the ring C3). `o.points` null draws the empty frame of a refusal. */
+  function drawEnergy(svg, o) {
+    clear(svg);
+    var W = 420, H = 268, T = 22, B = 34, LEGEND = 26, GAP = 44, L = 44, R = 8;
+    var plotBottom = H - LEGEND;
+    var pw = (W - L - GAP - R) / 2;
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    var g = svgEl("g", { class: "roofline-explorer__axes" });
+    svg.appendChild(g);
+    var lx0 = -0.5, lx1 = Math.log2(ENERGY_BATCHES[ENERGY_BATCHES.length - 1]) + 0.5;
+    ENERGY_PANELS.forEach(function (panel, i) {
+      var x0 = L + i * (pw + GAP);
+      var shown = (o.points || []).filter(function (p) { return p.feasible && panel.free(p) !== null; });
+      var ys = [];
+      shown.forEach(function (p) { ys.push(panel.free(p), panel.capped(p)); });
+      if (!ys.length) ys = [1, 10];
+      var ly0 = Math.floor(Math.log10(Math.min.apply(null, ys) / 1.6));
+      var ly1 = Math.ceil(Math.log10(Math.max.apply(null, ys) * 1.6));
+      function px(b) { return x0 + ((Math.log2(b) - lx0) / (lx1 - lx0)) * pw; }
+      function py(y) { return T + ((ly1 - Math.log10(y)) / (ly1 - ly0)) * (plotBottom - T - B); }
+      for (var k = 0; k <= lx1; k++) { // a grid line at every power of two, a label at every third: 1, 8, 64, 512
+        var x = px(Math.pow(2, k));
+        g.appendChild(svgEl("line", { x1: x, x2: x, y1: T, y2: plotBottom - B, class: "grid" }));
+        if (k % 3 === 0) {
+          g.appendChild(svgEl("text", { x: x, y: plotBottom - B + 14, "text-anchor": "middle" }, grouped(Math.pow(2, k))));
+        }
+      }
+      for (var f = ly0; f <= ly1; f++) {
+        var y = py(Math.pow(10, f));
+        g.appendChild(svgEl("line", { x1: x0, x2: x0 + pw, y1: y, y2: y, class: "grid" }));
+        g.appendChild(svgEl("text", { x: x0 - 4, y: y + 4, "text-anchor": "end" }, tick(Math.pow(10, f))));
+      }
+      g.appendChild(svgEl("text", { x: x0 + pw / 2, y: T - 8, "text-anchor": "middle" },
+        panel.key === "dollars" && o.noPrice ? "no GPU-hour price on record" : panel.title));
+      g.appendChild(svgEl("text", { x: x0 + pw / 2, y: plotBottom - 6, "text-anchor": "middle" }, "batch (sequences)"));
+      ["free", "capped"].forEach(function (which) {
+        if (!shown.length) return;
+        svg.appendChild(svgEl("polyline", {
+          class: "roofline-explorer__energy roofline-explorer__energy--" + panel.key + " roofline-explorer__energy--" + which,
+          "data-panel": panel.key, "data-line": which,
+          points: shown.map(function (p) { return px(p.batch) + "," + py(panel[which](p)); }).join(" "),
+        }));
+      });
+      if (o.chosen && o.chosen.feasible && panel.capped(o.chosen) !== null) {
+        svg.appendChild(svgEl("circle", { class: "roofline-explorer__energy-chosen", r: 6, "data-panel": panel.key,
+          cx: px(o.chosen.batch), cy: py(panel.capped(o.chosen)) }));
+      }
+    });
+    var legend = svgEl("g", { class: "roofline-explorer__legend" });
+    [["line", "roofline-explorer__energy roofline-explorer__energy--legend roofline-explorer__energy--free", "no cap"],
+      ["line", "roofline-explorer__energy roofline-explorer__energy--legend roofline-explorer__energy--capped", "under the cap"],
+      ["point", "roofline-explorer__energy-chosen", "your batch"]].forEach(function (e, i) {
+      var x = 12 + i * 136, y = plotBottom + 12;
+      if (e[0] === "line") legend.appendChild(svgEl("line", { class: e[1], x1: x, x2: x + 22, y1: y, y2: y }));
+      else legend.appendChild(svgEl("circle", { class: e[1], r: 5, cx: x + 11, cy: y }));
+      legend.appendChild(svgEl("text", { x: x + 26, y: y + 4 }, e[2]));
+    });
+    svg.appendChild(legend);
+  }
+
+  /** widgets_energy.energy_explorer: a GPU with power figures, the weights' width, a power cap, a batch and a
+   *  context; one model, its counts per byte of width in the markup. Every number is decodeEnergy's and
+   *  costPerMillionTokens' (energy.decode_energy and energy_cost.cost_per_million_tokens restated). */
+  function energyExplorer(host, ui) {
+    var energy = energyRegistry();
+    var perByte = {};
+    ENERGY_COUNT_FIELDS.forEach(function (name) { perByte[name] = numberAttr(host, "data-" + name.replace(/_/g, "-"), NaN); });
+    var modelName = host.getAttribute("data-model-name") || "the model";
+    perByte.model_name = modelName;
+    var start = {
+      gpu: findGpu(host.getAttribute("data-gpu") || "H100").key,
+      width: numberAttr(host, "data-bytes-per-param", 2),
+      cap: numberAttr(host, "data-cap-watts", 400),
+      batch: numberAttr(host, "data-batch", 64),
+      context: numberAttr(host, "data-context-len", 2048),
+    };
+    if (!(start.cap >= ENERGY_CAP_WATTS[0] && start.cap <= ENERGY_CAP_WATTS[1])) { // widgets_energy's own check
+      throw new Error("cap_watts must be between " + ENERGY_CAP_WATTS[0] + " and " + ENERGY_CAP_WATTS[1] +
+        " watts (the slider's span), got " + start.cap);
+    }
+    // the widget refuses a bad start (an unknown GPU, a width the chip lacks, a cap at its static power): so does the page
+    energyPoint(perByte, start.gpu, start.width, start.batch, start.context, start.cap);
+
+    var gpuSelect = el("select", { name: "gpu" });
+    fillSelect(gpuSelect, Object.keys(energy.gpus).map(function (k) {
+      return { value: k, text: registry().gpus[k].name };
+    }), start.gpu);
+    var widthSelect = el("select", { name: "bytes_per_param" });
+    fillSelect(widthSelect, [2, 1].map(function (b) { return { value: String(b), text: ENERGY_WIDTHS[b] }; }),
+      String(start.width));
+    var cap = el("input", { type: "range", name: "cap_watts", min: String(ENERGY_CAP_WATTS[0]),
+      max: String(ENERGY_CAP_WATTS[1]), step: String(ENERGY_CAP_WATTS[2]), value: String(start.cap),
+      "aria-label": "Power cap in watts" });
+    var capValue = el("output", { class: "roofline-explorer__slider-value" });
+    var batch = steppedSlider("batch", choices(start.batch, ENERGY_BATCHES), start.batch, "Decode batch, sequences (powers of two)");
+    var context = steppedSlider("context_len", choices(start.context, ENERGY_CONTEXTS), start.context,
+      "Context, keys each sequence attends to (powers of two)");
+    ui.controls.appendChild(field("GPU", gpuSelect));
+    ui.controls.appendChild(field("Weights", widthSelect));
+    ui.controls.appendChild(field("Power cap", el("span", {}, [cap, capValue])));
+    ui.controls.appendChild(sliderField("Batch", batch));
+    ui.controls.appendChild(sliderField("Context", context));
+    var out = {
+      joules: readout(ui.dl, "joules_per_token", "Energy per token"),
+      parts: readout(ui.dl, "parts", "Of it"),
+      watts: readout(ui.dl, "average_watts", "Power drawn"),
+      seconds: readout(ui.dl, "step_seconds", "Decode step"),
+      cappedJoules: readout(ui.dl, "capped_joules_per_token", "Energy under the cap"),
+      cappedSeconds: readout(ui.dl, "capped_step_seconds", "Step under the cap"),
+      dollars: readout(ui.dl, "dollars_per_million", "Cost per million tokens"),
+      cappedDollars: readout(ui.dl, "capped_dollars_per_million", "Cost under the cap"),
+    };
+
+    function refresh() {
+      var v = { gpu: gpuSelect.value, width: Number(widthSelect.value), cap: Number(cap.value), batch: batch.value(),
+        context: context.value() };
+      host.setAttribute("data-current-gpu", v.gpu);
+      host.setAttribute("data-current-bytes-per-param", String(v.width));
+      host.setAttribute("data-current-cap-watts", String(v.cap));
+      host.setAttribute("data-current-batch", String(v.batch));
+      host.setAttribute("data-current-context-len", String(v.context));
+      capValue.textContent = v.cap + " W";
+      batch.output.textContent = grouped(v.batch);
+      context.output.textContent = grouped(v.context);
+      var rec = registry().gpus[v.gpu];
+      var points, chosen;
+      try {
+        points = ENERGY_BATCHES.map(function (b) { return energyPoint(perByte, rec, v.width, b, v.context, v.cap); });
+        chosen = energyPoint(perByte, rec, v.width, v.batch, v.context, v.cap);
+      } catch (err) { // the library's refusal, word for word, where the numbers go
+        Object.keys(out).forEach(function (k) { show(out[k], "", "—"); });
+        show(out.joules, "refused", "refused");
+        ui.note.className = "roofline-explorer__note roofline-explorer__note--refused";
+        ui.note.textContent = err.message;
+        drawEnergy(ui.svg, { points: null, chosen: null, noPrice: false });
+        ui.svgTitle.textContent = modelName + " on " + rec.name + ": refused";
+        ui.svg.insertBefore(ui.svgTitle, ui.svg.firstChild);
+        return;
+      }
+      var price = Object.prototype.hasOwnProperty.call(energy.prices, rec.key) ? energy.prices[rec.key] : null;
+      var e = chosen.free, c = chosen.capped;
+      show(out.joules, e.joulesPerToken, energyText(e.joulesPerToken));
+      show(out.parts, "", energyShares(e));
+      show(out.watts, e.averageWatts, powerText(e.averageWatts));
+      show(out.seconds, e.seconds, duration(e.seconds));
+      show(out.cappedJoules, c.joulesPerToken, energyText(c.joulesPerToken) + (chosen.capBinds ? "" : " (the cap does not bind)"));
+      show(out.cappedSeconds, c.seconds, duration(c.seconds));
+      if (price) {
+        show(out.dollars, chosen.dollarsPerMillion, "$" + generalLikePython(chosen.dollarsPerMillion, 3));
+        show(out.cappedDollars, chosen.cappedDollarsPerMillion, "$" + generalLikePython(chosen.cappedDollarsPerMillion, 3));
+      } else {
+        show(out.dollars, "", "no price on record");
+        show(out.cappedDollars, "", "—");
+      }
+      ui.note.className = "roofline-explorer__note" + (chosen.feasible ? "" : " roofline-explorer__note--refused");
+      var power = powerSpec(rec);
+      var eFlop = joulesPerFlopAtTdp(power.tdp_watts, power.idle_watts, peakFlopsPerS(rec, WIDTH_PRECISION[v.width]),
+        rec.hbm_bytes_per_s, power.joules_per_hbm_byte);
+      ui.note.textContent = (chosen.feasible ? "" : e.fitHeadline + ". ") + "One decode step of " + modelName + " on the " +
+        rec.name + ": the batch reads the weights once per step and each sequence its own " + grouped(v.context) +
+        " keys of KV cache; FLOPs at " + sig3(eFlop * 1e12) + " pJ each (a GEMM at the ridge drawing the TDP), HBM " +
+        "bytes at " + sig3(power.joules_per_hbm_byte * 1e12) + " pJ each, and " + powerText(power.idle_watts) +
+        " of static power for the step's time, at the roof (no overheads). " + (chosen.capBinds
+          ? "A " + v.cap + " W cap binds: the step slows until it draws the cap, and pays static power for longer. "
+          : "A " + v.cap + " W cap does not bind at this batch. ") +
+        (price ? "Cost at $" + generalLikePython(price.dollars_per_hour, 3) + " per GPU-hour (" +
+          price.source.split(" (")[0] + ", " + price.date + ")." : "No GPU-hour price is on record for the " + rec.name + ".");
+      drawEnergy(ui.svg, { points: points, chosen: chosen, noPrice: !price });
+      ui.svgTitle.textContent = "Energy per output token and cost per million tokens against the batch for " + modelName +
+        " on the " + rec.name + " at " + grouped(v.context) + " keys; at batch " + v.batch + ": " + energyText(e.joulesPerToken) +
+        " per token" + (price ? ", $" + generalLikePython(chosen.dollarsPerMillion, 3) + " per million" : "");
+      ui.svg.insertBefore(ui.svgTitle, ui.svg.firstChild);
+    }
+
+    [gpuSelect, widthSelect].forEach(function (sel) { sel.addEventListener("change", refresh); });
+    [cap, batch.input, context.input].forEach(function (input) { input.addEventListener("input", refresh); });
+    refresh();
+  }
+
   function mount(host) {
     if (host.getAttribute("data-roofline-mounted")) return; // draw each explorer once
     host.setAttribute("data-roofline-mounted", "true");
@@ -2419,6 +2805,7 @@
     else if (mode === "comms") commsExplorer(host, ui);
     else if (mode === "serving") servingExplorer(host, ui);
     else if (mode === "parallel") parallelExplorer(host, ui);
+    else if (mode === "energy") energyExplorer(host, ui);
     else gpuExplorer(host, ui, mode);
   }
 

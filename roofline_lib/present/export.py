@@ -16,6 +16,8 @@ from ..core.hardware import BYTES_PER_ELEMENT, PRECISIONS, registry
 from ..core.interconnect import link_registry, node_registry
 from ..core.roofline import PLAUSIBILITY_TOLERANCE, ridge_point
 from ..models.transformer import model_config, shipped_models
+from ..workloads.energy import power_spec
+from ..workloads.energy_cost import gpu_hour_price
 from ..workloads.feasibility import max_context
 from ..workloads.inference import decode_flops_per_token, decode_step_bytes_of
 from ..workloads.train_memory import OPTIMIZERS, PRECISION_RECIPES
@@ -61,7 +63,9 @@ def registry_as_dict() -> dict[str, Any]:
     bandwidth, SM count, its precisions, dense and sparse peaks, the dense ridge per precision,
     source and notes. Alongside: the precisions the course knows, their storage bytes, and the
     plausibility tolerance the library's guard uses; the links, nodes and shipped models; and
-    train_memory's optimizer and precision tables (``train_state``), for the parallelism planner.
+    train_memory's optimizer and precision tables (``train_state``), for the parallelism planner;
+    and the energy registry (``energy``: each GPU's power figures and dated GPU-hour price), for
+    the energy explorer.
     """
     return {
         "schema_version": SCHEMA_VERSION,
@@ -86,7 +90,43 @@ def registry_as_dict() -> dict[str, Any]:
             "optimizers": dict(OPTIMIZERS),  # fp32 values of state per parameter
             "precision_recipes": {k: list(v) for k, v in PRECISION_RECIPES.items()},  # w, g, state, master
         },
+        "energy": _energy_record(),
     }
+
+
+def _energy_record() -> dict[str, Any]:
+    """The energy registry as the site's energy explorer reads it, in the GPU registry's order.
+
+    ``gpus``: every GPU with power figures (:func:`roofline_lib.workloads.energy.power_spec`): TDP and
+    static power in watts, joules per HBM and link byte, and where each came from; the joules per
+    FLOP are derived on the page as the library derives them (``joules_per_flop_at_tdp``).
+    ``prices``: every GPU with a GPU-hour price on record (``gpu_hour_price``), dated and cited.
+    """
+    gpus, prices = {}, {}
+    for key in registry():
+        try:
+            power = power_spec(key)
+        except ValueError:  # no power figures for this GPU
+            pass
+        else:
+            gpus[key] = {
+                "tdp_watts": power.tdp_watts,
+                "idle_watts": power.idle_watts,
+                "joules_per_hbm_byte": power.joules_per_hbm_byte,
+                "joules_per_link_byte": power.joules_per_link_byte,
+                "sources": dict(power.sources),
+            }
+        try:
+            price = gpu_hour_price(key)
+        except ValueError:  # no price on record
+            continue
+        prices[key] = {
+            "dollars_per_hour": price.dollars_per_hour,
+            "source": price.source,
+            "date": price.date,
+            "detail": price.detail,
+        }
+    return {"gpus": gpus, "prices": prices}
 
 
 def _model_record(key: str) -> dict[str, Any]:
