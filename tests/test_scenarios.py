@@ -15,7 +15,7 @@ import pytest
 
 import roofline_lib as rl
 from roofline_lib import scenarios as sc
-from roofline_lib import widgets, widgets_parallel
+from roofline_lib import widgets, widgets_energy, widgets_parallel
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "notebooks"
@@ -139,9 +139,9 @@ def test_chapters_one_to_four_import_the_scenarios(stem):
 
 def _explorer_calls(code: str) -> list[str]:
     """The text of every ``widgets.<name>_explorer(...)`` call in ``code`` (or of ``widgets_parallel``,
-    chapter 9's module), brackets balanced."""
+    chapter 9's module, and ``widgets_energy``, chapter 11's), brackets balanced."""
     calls = []
-    for m in re.finditer(r"widgets(?:_parallel)?\.[a-z_]+_explorer\(", code):
+    for m in re.finditer(r"widgets(?:_parallel|_energy)?\.[a-z_]+_explorer\(", code):
         depth, i = 0, m.end() - 1
         for i in range(m.end() - 1, len(code)):
             depth += {"(": 1, ")": -1}.get(code[i], 0)
@@ -156,7 +156,15 @@ def _site_markup(stem: str, names: dict) -> dict[str, str]:
     calls = _explorer_calls(_code(_chapter(stem)))
     assert len(calls) == 1, f"{stem}: expected one explorer call, found {calls}"
     explorer = eval(
-        calls[0], {"widgets": widgets, "widgets_parallel": widgets_parallel, "sc": sc, "rl": rl, **names}
+        calls[0],
+        {
+            "widgets": widgets,
+            "widgets_parallel": widgets_parallel,
+            "widgets_energy": widgets_energy,
+            "sc": sc,
+            "rl": rl,
+            **names,
+        },
     )  # the chapter's own call, as it runs there
     return explorer.site_attributes
 
@@ -205,6 +213,16 @@ def test_chapter_4_explorer_starts_where_its_widget_does():
     assert int(attrs["data-batch"]) == 16
     assert attrs["data-gpu"] == "h100-sxm"
     assert rl.bytes_per_element(attrs["data-precision"]) == start.bytes_per_param  # bf16: 2 bytes
+
+
+def test_chapter_11_explorer_starts_at_the_chapter_s_served_batch():
+    code = _code(_chapter("11_energy"))
+    assert "prompt, out_len, served_batch = 1024, 256, 64" in code and "context = 2048" in code
+    attrs = _site_markup("11_energy", {"served_batch": 64, "context": 2048})
+    assert (attrs["data-mode"], attrs["data-gpu"]) == ("energy", "h100-sxm")
+    assert (int(attrs["data-batch"]), int(attrs["data-context-len"])) == (64, 2048)
+    assert float(attrs["data-cap-watts"]) == 250  # a cap the reader meets below the TDP (700 W)
+    assert attrs["data-stored-params"] == "8030261248"  # Llama-3-8B, all digits: JavaScript reads it exactly
 
 
 def test_chapter_5_explorer_starts_at_the_mfu_example():
