@@ -1,4 +1,4 @@
-"""workloads: what a job costs on the roofline: inference, training and its memory, communication, parallelism, serving, published runs."""
+"""workloads: what a job costs on the roofline: inference, training and its memory, communication, parallelism, serving, energy and money, published runs."""
 
 from ..core.layer import gather as _gather
 
