@@ -21,9 +21,10 @@ def run(capsys, *argv):
 def test_the_table_gives_j_per_token_watts_dollars_and_carbon_per_batch(capsys):
     code, out, err = run(capsys, *BASE, "--batch", "1,8,64", "--grid", "400")
     assert code == 0 and not err
-    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip().split()[0] in ("1", "8", "64")}
-    assert rows["1"][1:5] == ["1.05", "J", "230", "W"]  # batch 1: about 1 J a token at 230 W
-    assert rows["64"][2] == "mJ"
+    rows = {line.split()[1]: line.split() for line in out.splitlines() if line.split()[0] == "fits"}
+    assert rows.keys() == {"1", "8", "64"}  # every batch fits, and its row says so first
+    assert rows["1"][2:6] == ["1.05", "J", "230", "W"]  # batch 1: about 1 J a token at 230 W
+    assert rows["64"][3] == "mJ"
     assert "$4.916 per GPU-hour (Amazon EC2 Capacity Blocks" in out and "2024-Q4" in out
     assert "400 g CO2e per kWh (--grid)" in out
 
@@ -46,8 +47,12 @@ def test_a_cap_and_a_batch_that_does_not_fit(capsys):
     rows = json.loads(out)["rows"]
     assert code == 0 and rows[0]["average_watts"] == pytest.approx(250)  # 279 W uncapped: the cap binds
     assert not rows[1]["feasible"] and rows[1]["fit"].startswith("DOES NOT FIT")
-    code, out, _ = run(capsys, *BASE, "--batch", "1024")
-    assert "DOES NOT FIT: Llama-3-8B with 1024 sequences" in out
+    code, out, _ = run(capsys, *BASE, "--batch", "64,1024,2048")
+    lines = out.splitlines()
+    # before any price, the smallest batch that does not fit and why; each such row starts with it
+    assert lines[0].startswith("batch 1,024 (and 1 larger batch): DOES NOT FIT: Llama-3-8B with 1024 sequences")
+    rows = [line.split() for line in lines[3:6]]
+    assert [r[0] for r in rows] == ["fits", "DOES", "DOES"] and [r[3] for r in rows[1:]] == ["1024", "2048"]
 
 
 def test_without_a_price_on_record_or_a_grid_it_says_what_to_give(capsys):

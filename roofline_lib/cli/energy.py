@@ -4,7 +4,8 @@ One decode step at each batch (:func:`~roofline_lib.workloads.energy.decode_ener
 token, the GPU's average power, tokens per second, dollars per million tokens at a GPU-hour price
 (the registry's dated price, or ``--price``) and kg CO2e per million tokens at the grid intensity
 ``--grid`` gives (no default: the grid is where the power is drawn). ``--cap`` runs every step
-under a power cap. A batch that does not fit says so first on its row.
+under a power cap. A batch that does not fit says so before any price: the first line names the
+smallest such batch and why, and its row begins DOES NOT FIT.
 """
 
 from __future__ import annotations
@@ -150,18 +151,23 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(out, indent=1))
         return EXIT_OK
+    unfit = [r for r in rows if not r["feasible"]]
+    if unfit:  # what cannot run says so before any price: the smallest batch that does not fit, and why
+        others = f" (and {len(unfit) - 1} larger batch{'es' if len(unfit) > 2 else ''})" if len(unfit) > 1 else ""
+        print(f"batch {unfit[0]['batch']:,}{others}: {unfit[0]['fit']}")
     cap = "" if args.cap is None else f", under a {power_text(args.cap)} cap"
     print(
         f"{cfg.name} on the {gpu.name}, decode at {args.context:,} tokens of context{cap} (at the roof, no overheads)"
     )
-    print(f"  {'batch':>6} {'J/token':>9} {'power':>8} {'tokens/s':>10} {'$/M tokens':>11} {'kg CO2e/M':>10}")
+    print(
+        f"  {'fit':<12} {'batch':>6} {'J/token':>9} {'power':>8} {'tokens/s':>10} {'$/M tokens':>11} {'kg CO2e/M':>10}"
+    )
     for r in rows:
         money = "-" if r["dollars_per_million_tokens"] is None else f"{r['dollars_per_million_tokens']:.3g}"
         carbon = "-" if r["kg_co2e_per_million_tokens"] is None else f"{r['kg_co2e_per_million_tokens']:.3g}"
-        note = "" if r["feasible"] else f"  {r['fit']}"
         print(
-            f"  {r['batch']:>6} {energy_text(r['joules_per_token']):>9} {power_text(r['average_watts']):>8} "
-            f"{r['tokens_per_s']:>10,.0f} {money:>11} {carbon:>10}{note}"
+            f"  {'fits' if r['feasible'] else 'DOES NOT FIT':<12} {r['batch']:>6} {energy_text(r['joules_per_token']):>9} "
+            f"{power_text(r['average_watts']):>8} {r['tokens_per_s']:>10,.0f} {money:>11} {carbon:>10}"
         )
     print(f"  price: {'-' if price is None else f'${price:.4g} per GPU-hour'} ({price_source})")
     print(
