@@ -225,6 +225,15 @@ OVERRIDES: dict[str, dict[str, Any]] = {
         "alpha": 0.8,
         "gamma": 4,
     },
+    "rl.speculative_energy": {
+        "target": lambda: _server(),
+        "draft": lambda: _server(),
+        "batch": 1,
+        "context_len": 64,
+        "alpha": 0.8,
+        "gamma": 4,
+    },
+    "rl.judge_energy": {"joules": 0.5},  # 0.5 J in 1 ms = 500 W, under the 700 W TDP and over the 0.014 J floor
     "rl.prefix_cache_savings": {"server": lambda: _server(), "prompt_len": 64, "cached_prefix": 32},
     "rl.steady_state": {
         "server": lambda: _server(),
@@ -292,6 +301,9 @@ NOT_CALLED: dict[str, str] = {
     "measure.has_cuda": "takes no arguments",
     "export.registry_as_dict": "takes no arguments",
     "record_report.live_gpu": "takes no arguments",
+    "rl.gpus_with_power": "takes no arguments",
+    "record_report.energy_judgements": "takes a GPURecord; tested in test_records",
+    "record_report.describe_energy": "takes a GPURecord; its refusal of anything else is in test_records",
     "measured_roofs.measure_ceilings": "runs for its time budget; its refusal of bad seconds is in test_measured_roofs",
     "measured_roofs.best_of": "takes MeasuredCeilings readings, not numbers; tested in test_measured_roofs",
     "audit.count_flops": "takes a callable and that callable's own arguments",
@@ -365,6 +377,8 @@ NOT_CALLED: dict[str, str] = {
     "rl.published_runs": "takes no arguments",
     "parallel_live.measure_parallel": "trains on local gloo ranks for seconds; its refusals are in test_parallel_live",
     "energy_live.measure_energy": "reads this machine's energy counter; tested with a fake counter in test_energy_live",
+    "energy_live.measure_repeated": "runs CUDA work between counter readings; tested on the fake H200 through gpu_check's energy step",
+    "energy_live.nvml_index": "asks NVML for its devices; tested with a fake pynvml in test_gpu_check",
     "parallel_live.compare_parallel": "takes measure_parallel's LiveMeasurement; its refusal is in test_parallel_live",
 }
 

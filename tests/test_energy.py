@@ -238,6 +238,82 @@ def test_the_published_op_energies_are_horowitzs_45nm_figures():
     assert all("Horowitz (2014)" in o.source for o in ops.values())
 
 
+def test_the_gpus_with_power_figures_in_the_registrys_order():
+    keys = rl.gpus_with_power()
+    assert keys == tuple(k for k in rl.registry() if k in keys)  # the registry's order, not energy.json's
+    assert {"h100-sxm", "h200", "a100-80gb-sxm"} <= set(keys) and "l4" not in keys
+    for key in keys:
+        assert rl.power_spec(key).tdp_watts > 0  # every one listed has figures ...
+    for key in set(rl.registry()) - set(keys):
+        with pytest.raises(ValueError, match="has no power and energy figures"):
+            rl.power_spec(key)  # ... and every one left out has none
+    with pytest.raises(ValueError) as refused:
+        rl.power_spec("L4")
+    assert str(refused.value).endswith(", ".join(rl.gpu(k).name for k in keys))  # named in that order
+
+
+# --------------------------------------------------------------------------- a measurement against the model
+
+
+def test_a_measured_energy_is_set_against_the_model_for_the_same_work():
+    # 1e12 FLOP and 1e9 B in 2 ms on an H100: 0.476912 + 0.03176 + 121.7 * 2e-3 = 0.752072 J by the model
+    j = rl.judge_energy("H100", 1e12, 1e9, 2e-3, 0.9)
+    assert j.model.joules == pytest.approx(0.476912 + 0.03176 + 0.2434, rel=1e-5)
+    assert j.ratio == pytest.approx(0.9 / 0.752072, rel=1e-5)  # 1.197: the GPU used 20 % more
+    assert j.average_watts == pytest.approx(450)  # 0.9 J / 2 ms
+    assert j.floor_joules == pytest.approx(0.508672, rel=1e-5)  # FLOPs and bytes alone
+    assert j.plausible and j.flags == ()
+    assert str(j).startswith("measured 900 mJ in 2 ms (450 W) on the H100 SXM; the model 752 mJ")
+
+
+def test_the_energy_guard_flags_power_above_tdp_and_joules_below_the_floor():
+    hot = rl.judge_energy("H100", 1e12, 1e9, 2e-3, 1.6)  # 1.6 J / 2 ms = 800 W > 700 W * 1.05
+    assert not hot.plausible and "800 W on average is above the H100 SXM's TDP of 700 W" in hot.flags[0]
+    assert str(hot).startswith("IMPLAUSIBLE: 800 W")
+    cold = rl.judge_energy("H100", 1e12, 1e9, 2e-3, 0.4)  # 0.4 J < 0.508672 J * 0.95 for the FLOPs and bytes alone
+    assert cold.flags == ("400 mJ is below the model's 509 mJ for the FLOPs and bytes alone, with no static power",)
+    edge = rl.judge_energy("H100", 1e12, 1e9, 2e-3, 1.4 * 1.05)  # 735 W: at the TDP within the guard's 5 %
+    assert edge.plausible
+    with pytest.raises(rl.ImplausibleMeasurement):
+        rl.judge_energy("H100", 1e12, 1e9, 0.5e-3, 0.3)  # faster than the compute peak: the roofline guard
+    with pytest.raises(ValueError, match="joules must be a positive"):
+        rl.judge_energy("H100", 1e12, 1e9, 2e-3, 0)
+
+
+# --------------------------------------------------------------------------- speculative decoding
+
+
+@pytest.fixture(scope="module")
+def draft():
+    cfg = rl.TransformerConfig(d_model=1024, d_ff=2816, n_layers=8, n_heads=8, vocab=128256, seq_len=8192, name="draft")
+    return rl.serving_server(cfg, "H100")
+
+
+def test_speculative_energy_is_drafts_plus_check_over_the_tokens_kept(server, draft):
+    e = rl.speculative_energy(server, draft, 1, 2048, 0.8, 4)
+    # tokens kept per check: (1 - 0.8**5) / (1 - 0.8) = (1 - 0.32768) / 0.2 = 3.3616
+    assert e.speculation.expected_tokens == pytest.approx(3.3616)
+    assert e.draft_joules == pytest.approx(4 * rl.decode_energy(draft, 1, 2048).joules)  # gamma = 4 draft steps
+    assert e.check.seconds == pytest.approx(e.speculation.verify_seconds)  # the check chapter 10 priced
+    assert e.check.tokens == 5  # gamma + 1 tokens computed for the one sequence
+    assert e.joules_per_token == pytest.approx((e.draft_joules + e.check_joules) / (1 * 3.3616))
+    # memory-bound at batch 1: the check reads the weights once, as a plain step does, and does 5 tokens' FLOPs
+    assert e.check.byte_joules == pytest.approx(e.plain.byte_joules, rel=0.01)
+    assert e.check.flop_joules == pytest.approx(5 * e.plain.flop_joules, rel=0.01)
+    assert e.ratio == pytest.approx(0.35, abs=0.01)  # 0.365 J of 1.05 J: saves energy as it saves time
+    assert e.feasible and str(e).startswith("speculative decoding, alpha 0.8, gamma 4, batch 1: 365 mJ per token")
+
+
+def test_speculation_costs_energy_where_the_check_is_compute_bound(server, draft):
+    e = rl.speculative_energy(server, draft, 512, 128, 0.8, 4)
+    assert e.speculation.speedup < 1 and e.ratio > 1  # the rejected tokens' FLOPs are paid in full
+    assert e.joules_per_token == pytest.approx((e.draft_joules + e.check_joules) / (512 * 3.3616))
+    with pytest.raises(TypeError, match="draft must be a Server"):
+        rl.speculative_energy(server, "draft", 1, 2048, 0.8, 4)
+    with pytest.raises(ValueError, match="gamma"):
+        rl.speculative_energy(server, draft, 1, 2048, 0.8, 0)
+
+
 # --------------------------------------------------------------------------- the one formatter
 
 

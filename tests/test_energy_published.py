@@ -28,6 +28,40 @@ def test_the_llama_3_1_model_card_figures_as_printed():
     assert runs["llama-3.1-8b"].published_mfu is None
 
 
+def test_the_405bs_mfu_span_and_effective_time_are_the_reports_figures():
+    run = {r.key: r for r in rl.published_training_energy()}["llama-3.1-405b"]
+    assert run.mfu_span == (0.38, 0.43)  # Grattafiori et al. 2024, Table 4: 38 % to 43 % BF16 MFU
+    assert run.mfu_span[0] <= run.published_mfu <= run.mfu_span[1]  # the 41 % row inside the span
+    assert run.effective_training_time == 0.90 and run.effective_time_span == (0.90, 1.0)  # "higher than 90%"
+    small = {r.key: r for r in rl.published_training_energy()}["llama-3.1-8b"]
+    assert small.mfu_span is None and small.effective_time_span is None  # none printed for the 8B
+
+
+def test_an_mfu_span_needs_both_ends_and_shares(monkeypatch):
+    from roofline_lib.workloads import energy_published
+
+    record = {
+        "model": "M",
+        "n_params": {"value": 1, "unit": "B params", "from": "x"},
+        "tokens": {"value": 1, "unit": "T tokens", "from": "x"},
+        "gpu": "h100-sxm",
+        "gpu_hours": {"value": 1.0, "from": "x"},
+        "training_power_watts": {"value": 700, "unit": "W", "from": "x"},
+        "location_based_tco2eq": {"value": 1, "from": "x"},
+        "market_based_tco2eq": {"value": 0, "from": "x"},
+        "source": "x",
+        "date": "2024-07-23",
+    }
+    with pytest.raises(ValueError, match="must give both mfu_low and mfu_high"):
+        energy_published._training("m", {**record, "mfu_low": {"value": 0.38, "from": "x"}})
+    with pytest.raises(ValueError, match="0 < low <= high < 1"):
+        energy_published._training(
+            "m", {**record, "mfu_low": {"value": 0.5, "from": "x"}, "mfu_high": {"value": 0.4, "from": "x"}}
+        )
+    with pytest.raises(ValueError, match="effective_training_time must be a share"):
+        energy_published._training("m", {**record, "effective_training_time": {"value": 90, "from": "x"}})
+
+
 def test_every_figure_in_the_energy_registry_says_where_it_comes_from_and_when():
     data = json.loads(resources.files("roofline_lib.core").joinpath("data/energy.json").read_text(encoding="utf-8"))
     figures = []

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -262,6 +263,98 @@ def test_the_gpu_matmul_operands_run_on_a_cpu_at_small_sizes():
         assert fn().shape == (32, 32) and label
     with pytest.raises(ValueError, match="precision"):
         measured_roofs._matmul_operands(torch, 32, "int4", device="cpu")
+
+
+# --------------------------------------------------------------------------- energy, on a fake counter
+
+
+class FakeCounter:
+    """An energy counter that counts a steady ``watts`` of the wall clock, as a busy GPU's NVML counter does."""
+
+    name = "fake NVML counter of 1 GPU"
+    wrap_joules = (None,)
+
+    def __init__(self, watts: float = 500.0):
+        self.watts, self.start = watts, time.perf_counter()
+
+    def readings(self) -> tuple[float]:
+        return (self.watts * (time.perf_counter() - self.start),)
+
+
+def test_the_energy_step_records_joules_from_the_counter(gpu_check, fake_h200, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(gpu_check.energy_live, "cuda_energy_counter", lambda: FakeCounter(500.0))
+    # small enough for a CPU: a 128^3 GEMM and a 1 MiB copy, each repeated for 50 ms (the GPU's run: 8192^3, 1 GiB, 2 s)
+    monkeypatch.setattr(gpu_check, "ENERGY_GEMM_N", 128)
+    monkeypatch.setattr(gpu_check, "ENERGY_COPY_BYTES", 2**20)
+    monkeypatch.setattr(gpu_check, "ENERGY_SECONDS", 0.05)
+    code, data, _ = _run(gpu_check, tmp_path, capsys)
+    record = records.load_record(tmp_path / "h200.json")  # valid, every energy rate under the H200's roofs
+    gemm, copy = record.energy
+    assert (gemm.name, gemm.precision, gemm.shape, copy.name, copy.shape) == (
+        "bf16 GEMM",
+        "bf16",
+        (128, 128, 128),
+        "copy",
+        (2**18,),  # 2**20 bytes of fp32: 2**18 elements
+    )
+    assert gemm.flops == gemm.repetitions * 2 * 128**3  # 4,194,304 FLOP a call
+    assert gemm.bytes_moved == gemm.repetitions * 3 * 128**2 * 2  # read A, read B, write C in bf16
+    assert copy.bytes_moved == copy.repetitions * 2 * 2**20 and copy.flops == 0
+    for row in (gemm, copy):
+        assert row.seconds >= 0.04 and row.counter == "fake NVML counter of 1 GPU"
+        assert row.average_watts == pytest.approx(500.0, rel=0.05)  # the counter's watts, read around the run
+    assert record.energy_note == "" and data["energy"][0]["average_watts"] == pytest.approx(gemm.average_watts)
+    assert not any(step.startswith("energy") for step in record.failures)
+    text = record_report.describe_energy(record)
+    assert text.startswith("Recorded on NVIDIA H200") and "bf16 GEMM 128x128x128" in text
+    assert code == 1  # the demos failed (no Triton on a fake GPU); the energy did not
+
+
+def test_without_a_counter_the_record_says_why_and_stays_valid(gpu_check, fake_h200, tmp_path, capsys, monkeypatch):
+    from roofline_lib import energy_live
+
+    def none():
+        raise energy_live.NoEnergyCounter("no NVML device: NVML Shared Library Not Found")
+
+    monkeypatch.setattr(gpu_check.energy_live, "cuda_energy_counter", none)
+    _run(gpu_check, tmp_path, capsys)
+    record = records.load_record(tmp_path / "h200.json")
+    assert record.energy == () and record.energy_note == "no NVML device: NVML Shared Library Not Found"
+    assert not any(step.startswith("energy") for step in record.failures)  # a missing counter is not a failure
+
+
+def test_a_failing_energy_run_is_recorded_beside_the_other(gpu_check, fake_h200, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(gpu_check.energy_live, "cuda_energy_counter", lambda: FakeCounter(500.0))
+    monkeypatch.setattr(gpu_check, "ENERGY_GEMM_N", 128)
+    monkeypatch.setattr(gpu_check, "ENERGY_SECONDS", 0.02)
+
+    def out_of_memory(counter, buffer_bytes, seconds):
+        raise RuntimeError("CUDA out of memory")
+
+    monkeypatch.setattr(gpu_check, "copy_energy", out_of_memory)
+    code, _, err = _run(gpu_check, tmp_path, capsys)
+    record = records.load_record(tmp_path / "h200.json")
+    assert [e.name for e in record.energy] == ["bf16 GEMM"]
+    assert record.failures["energy copy"] == "RuntimeError: CUDA out of memory" and code == 1
+    assert "FAILED: energy copy" in err
+
+
+def test_the_counter_is_the_gpu_torch_calls_device_0_found_by_uuid(gpu_check, monkeypatch):
+    import types
+
+    uuids = ["GPU-aaaa", "GPU-6f3c5a2e"]  # NVML's order (PCI bus) need not be CUDA's
+    fake = types.SimpleNamespace(
+        nvmlInit=lambda: None,
+        nvmlDeviceGetCount=lambda: len(uuids),
+        nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetUUID=lambda handle: uuids[handle].encode(),  # older bindings answer bytes
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    assert gpu_check.energy_live.nvml_index("6f3c5a2e") == 1  # torch's uuid has no "GPU-" prefix
+    from roofline_lib import energy_live
+
+    with pytest.raises(energy_live.NoEnergyCounter, match="UUID 'ffff'"):
+        gpu_check.energy_live.nvml_index("ffff")
 
 
 # --------------------------------------------------------------------------- the workflow

@@ -99,6 +99,36 @@ def _record(**changes) -> dict:
 _DELETE = object()
 
 
+def _energy(joules: float = 1000.0, seconds: float = 1.5) -> list[dict]:
+    """Energy runs of an H200: 1,000 bf16 GEMMs of 8192^3 and 2,000 copies of 1 GiB, on NVML's counter."""
+    return [
+        {
+            "name": "bf16 GEMM",
+            "precision": "bf16",
+            "shape": [8192, 8192, 8192],
+            "repetitions": 1000,
+            "flops": 1000 * GEMM_8192_FLOP,  # 1.0995e15 FLOP: 733 TFLOP/s in 1.5 s
+            "bytes_moved": 1000 * 3 * 8192**2 * 2,  # read A, read B, write C in bf16: 4.027e11 B
+            "seconds": seconds,
+            "joules": joules,
+            "counter": "NVML total energy of 1 GPU(s)",
+            "method": "test",
+        },
+        {
+            "name": "copy",
+            "precision": "fp32",
+            "shape": [2**28],
+            "repetitions": 2000,
+            "flops": 0.0,
+            "bytes_moved": 2000 * 2 * 2**30,  # read + write 1 GiB: 4.295e12 B, 4.29 TB/s in 1 s
+            "seconds": 1.0,
+            "joules": 450.0,
+            "counter": "NVML total energy of 1 GPU(s)",
+            "method": "test",
+        },
+    ]
+
+
 def _write(directory: Path, data: dict, name: str | None = None) -> Path:
     path = directory / (name or f"{data['gpu']}.json")
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -252,6 +282,58 @@ def test_a_record_whose_device_is_another_registry_gpu_is_refused():
     # checking an A100's numbers against the H200's roofs would let a wrong run through
     with pytest.raises(RecordError, match="is 'a100-80gb-sxm' in the registry"):
         records.validate_record(_record(**{"provenance.device_name": "NVIDIA A100-SXM4-80GB"}))
+
+
+def test_a_record_may_hold_energy_runs_and_one_without_them_stays_valid():
+    old = records.validate_record(_record())  # made before gpu-check measured energy: no energy fields at all
+    assert old.energy == () and old.energy_note == ""
+    rec = records.validate_record(_record(energy=_energy()))
+    gemm, copy = rec.energy
+    assert gemm.average_watts == pytest.approx(666.67, rel=1e-4)  # 1000 J / 1.5 s
+    assert copy.average_watts == 450.0 and copy.bytes_moved == 4000 * 2**30
+    assert rec.to_dict()["energy"][0]["average_watts"] == pytest.approx(1000 / 1.5)  # written for human readers
+    assert records.validate_record(rec.to_dict()) == rec  # and read back to the same record
+    none = records.validate_record(_record(energy=[], energy_note="no NVML device: NVML Shared Library Not Found"))
+    assert none.energy == () and none.energy_note.startswith("no NVML device")
+
+
+def test_energy_runs_are_held_to_the_roofs_and_their_watts_to_their_joules():
+    fast = _energy(seconds=0.5)  # 1.0995e15 FLOP in 0.5 s = 2.2 PFLOP/s, over twice the 989.5 TFLOP/s peak
+    with pytest.raises(ImplausibleMeasurement, match="energy run of bf16 GEMM"):
+        records.validate_record(_record(energy=fast))
+    data = records.validate_record(_record(energy=_energy())).to_dict()
+    data["energy"][0]["average_watts"] = 600.0  # the joules and seconds say 666.7
+    with pytest.raises(RecordError, match="energy.*average_watts.*edited by hand"):
+        records.validate_record(data)
+    with pytest.raises(RecordError, match=r"energy\[0\].joules must be a positive number of joules"):
+        records.validate_record(_record(energy=_energy(joules=-1.0)))
+
+
+def test_describe_energy_sets_each_run_against_the_model_with_its_provenance():
+    text = record_report.describe_energy(records.validate_record(_record(energy=_energy())))
+    first, gemm, copy = text.splitlines()
+    assert first.startswith("Recorded on NVIDIA H200") and "driver 570.00" in first and "2026-03-02" in first
+    # the model on the H200: 1.0995e15 * 0.43037 pJ + 4.027e11 * 31.76 pJ + 121.7 W * 1.5 s = 473.2 + 12.8 + 182.6 = 668.5 J
+    assert gemm.startswith("bf16 GEMM 8192x8192x8192, 1,000 times, NVML total energy of 1 GPU(s): measured 1 kJ")
+    assert "the model 669 J (446 W), 1.50 times" in gemm
+    # the copy: 4.295e12 B * 31.76 pJ + 121.7 W * 1 s = 136.4 + 121.7 = 258 J
+    assert "the model 258 J (258 W), 1.74 times" in copy and "IMPLAUSIBLE" not in text
+    (_, judged), _ = record_report.energy_judgements(records.validate_record(_record(energy=_energy())))
+    assert judged.model.joules == pytest.approx(473.2 + 12.79 + 182.55, rel=1e-3)
+
+
+def test_describe_energy_flags_an_implausible_run_and_says_why_there_is_none():
+    hot = records.validate_record(_record(energy=_energy(joules=1500.0)))  # 1500 J / 1.5 s = 1 kW, over the 700 W TDP
+    assert "IMPLAUSIBLE: 1 kW on average is above the H200 SXM's TDP of 700 W" in record_report.describe_energy(hot)
+    cold = records.validate_record(_record(energy=_energy(joules=300.0)))  # under the 486 J of FLOPs and bytes alone
+    assert "IMPLAUSIBLE: 300 J is below the model's 486 J" in record_report.describe_energy(cold)
+    none = records.validate_record(_record(energy_note="no NVML device: NVML Shared Library Not Found"))
+    assert record_report.describe_energy(none).splitlines()[1] == (
+        "no energy measured in this run: no NVML device: NVML Shared Library Not Found"
+    )
+    assert "made before gpu-check measured energy" in record_report.describe_energy(records.validate_record(_record()))
+    with pytest.raises(TypeError, match="GPURecord"):
+        record_report.describe_energy({"gpu": "h200"})
 
 
 def test_a_hand_edited_rate_is_refused():
@@ -481,3 +563,41 @@ def test_the_profiling_chapter_shows_the_record_when_there_is_no_gpu(tmp_path, m
     out = capsys.readouterr().out
     assert out.startswith("Recorded on NVIDIA H200")  # provenance first
     assert "bf16 GEMM 8192x8192x8192: 785.4 TFLOP/s" in out  # the recorded numbers themselves
+
+
+def _energy_chapter_cell() -> str:
+    """Chapter 11's cell that shows the newest recorded energy run against the model, or why there is none."""
+    import jupytext
+
+    nb = jupytext.read(ROOT / "notebooks" / "11_energy.md")
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "def recorded_energy" in c.source]
+    return cell.source
+
+
+def test_the_energy_chapter_shows_a_recorded_energy_run_or_says_there_is_none(tmp_path, monkeypatch, capsys):
+    # the chapter runs from notebooks/ and names ../book/data/measurements; run it from a copy of that layout
+    (tmp_path / "notebooks").mkdir()
+    folder = tmp_path / "book" / "data" / "measurements"
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "notebooks")
+    cell = _energy_chapter_cell()
+    names = {"records": records, "record_report": record_report, "os": os}
+
+    (folder / "h200.json").write_text(json.dumps(_record()))  # a record from before energy was measured
+    exec(cell, scope := dict(names))  # no energy anywhere: the explanation, never an error
+    assert scope["recorded"] == [
+        "no recorded GPU run holds an energy measurement yet (book/data/measurements/ has none); "
+        "make gpu-check on a CUDA machine with NVML makes one"
+    ]
+    capsys.readouterr()
+
+    (folder / "h200.json").write_text(json.dumps(_record(energy=_energy())))
+    exec(cell, scope := dict(names))
+    out = capsys.readouterr().out
+    assert out.startswith("Recorded on NVIDIA H200") and "driver 570.00" in out  # provenance first
+    assert "bf16 GEMM 8192x8192x8192, 1,000 times" in out and "the model 669 J (446 W), 1.50 times" in out
+    assert scope["recorded"][0].startswith("Recorded on NVIDIA H200")
+
+    (folder / "h200.json").write_text(json.dumps(_record(energy=_energy(joules=1500.0))))  # 1 kW: over the TDP
+    exec(cell, dict(names))
+    assert "IMPLAUSIBLE: 1 kW on average is above the H200 SXM's TDP of 700 W" in capsys.readouterr().out

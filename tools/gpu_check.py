@@ -12,6 +12,11 @@ In order:
    fp8 sweep through ``torch._scaled_mm`` where the chip has fp8 (``measured_roofs.matmul_readings``);
 3. times the course's Triton demos (roofline_lib.evidence.kernels), each checked against torch first and
    predicted from its byte count on the measured memory roof;
+3b. measures energy on the GPU's NVML counter (``energy_live.NVMLCounter``, from ``nvidia-ml-py``):
+   a bf16 8192^3 GEMM and a 1 GiB fp32 copy, each repeated back to back for at least two seconds
+   between two readings (the counter is in millijoules and updates every 20-100 ms), recorded
+   with its FLOPs, bytes, seconds and joules; where no counter answers, the record says why
+   (``energy_note``) and stays valid;
 4. runs nbval over every notebook with ROOFLINE_REQUIRE_GPU=1 (a GPU cell that would fall back
    to the record raises instead of skipping): strict, output against output, where the notebook
    has a reference record in tests/records/; execution-only (--nbval-lax) elsewhere; then the
@@ -47,14 +52,16 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
-from roofline_lib import measured_roofs, record_report, records  # noqa: E402
+from roofline_lib import energy_live, measured_roofs, record_report, records  # noqa: E402
 from roofline_lib.core.formatting import to_unit  # noqa: E402
 from roofline_lib.core.hardware import as_gpu  # noqa: E402
+from roofline_lib.core.ops import gemm as gemm_count  # noqa: E402
 from roofline_lib.evidence.provenance import UNKNOWN, GPUIdentity, gpu_identity  # noqa: E402
 from roofline_lib.evidence.records import (  # noqa: E402
     CopyMeasurement,
     GemmMeasurement,
     GPURecord,
+    MeasuredEnergy,
     NotebookRun,
     Provenance,
 )
@@ -63,6 +70,9 @@ EXIT_OK, EXIT_FAILED, EXIT_CANNOT_RUN = 0, 1, 2
 
 GEMM_SIZES = (1024, 2048, 4096, 8192)  # square m = n = k; 2 * 8192**3 = 1.1 TFLOP at the top
 COPY_BUFFER_BYTES = 2**30  # 1 GiB per buffer: twenty times an H200's 50 MB L2
+ENERGY_SECONDS = 2.0  # NVML counts mJ and updates every 20-100 ms: 2 s resolves a run to a few per cent at worst
+ENERGY_GEMM_N = 8192  # bf16 8192^3: compute-bound, 1.1 TFLOP a call
+ENERGY_COPY_BYTES = COPY_BUFFER_BYTES  # fp32 copy of 1 GiB: memory-bound, 2 GiB moved a call
 NOTEBOOK_DIRS = ("notebooks", "exercises", "solutions")
 MEASUREMENTS_DIR = ROOT / "book" / "data" / "measurements"  # where the book reads its records
 _ERROR_CHARS = 300  # a failure is kept as its first line, this long at most: enough to act on
@@ -173,6 +183,78 @@ def attempt(step: str, fn, failures: dict[str, str]):
         return None
 
 
+# --------------------------------------------------------------------------- energy, on the GPU's counter
+
+
+def repeated_energy(counter, fn, seconds: float, **row) -> MeasuredEnergy:
+    """``fn`` (one GPU call) repeated for at least ``seconds`` (:func:`energy_live.measure_repeated`) as a
+    record's row: ``row`` gives its ``name``, ``precision``, ``shape`` and one call's ``flops`` and
+    ``bytes_moved``; the totals are those times the repetitions."""
+    r = energy_live.measure_repeated(fn, seconds, counter)
+    return MeasuredEnergy(
+        name=row["name"],
+        precision=row["precision"],
+        shape=tuple(row["shape"]),
+        repetitions=r.repetitions,
+        flops=row["flops"] * r.repetitions,
+        bytes_moved=row["bytes_moved"] * r.repetitions,
+        seconds=r.measurement.seconds,
+        joules=r.measurement.joules,
+        counter=r.measurement.counter,
+        method=r.method,
+    )
+
+
+def gemm_energy(counter, n: int, seconds: float) -> MeasuredEnergy:
+    """A square bf16 GEMM of side ``n``, repeated for ``seconds``: a compute-bound kernel's joules."""
+    import torch
+
+    a, b = (torch.randn(n, n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    op = gemm_count(n, n, n, bytes_per_elem=2)
+    row = {
+        "name": "bf16 GEMM",
+        "precision": "bf16",
+        "shape": (n, n, n),
+        "flops": op.flops,
+        "bytes_moved": op.bytes_moved,
+    }
+    return repeated_energy(counter, lambda: a @ b, seconds, **row)
+
+
+def copy_energy(counter, buffer_bytes: float, seconds: float) -> MeasuredEnergy:
+    """An fp32 device copy of ``buffer_bytes``, repeated for ``seconds``: a memory-bound kernel's joules."""
+    import torch
+
+    n = int(buffer_bytes) // 4  # fp32 elements
+    src = torch.ones(n, device="cuda", dtype=torch.float32)
+    dst = torch.empty_like(src)
+    moved = 2.0 * 4 * n  # read the source + write the destination, 4 bytes an element
+    row = {"name": "copy", "precision": "fp32", "shape": (n,), "flops": 0.0, "bytes_moved": moved}
+    return repeated_energy(counter, lambda: dst.copy_(src), seconds, **row)
+
+
+def measure_energy_runs(failures: dict[str, str]) -> tuple[list[MeasuredEnergy], str]:
+    """(rows, note): the GEMM's and the copy's joules on the counter, or no rows and why not."""
+    try:
+        counter = energy_live.cuda_energy_counter()
+    except energy_live.NoEnergyCounter as reason:
+        print(f"energy: not measured: {reason}", flush=True)
+        return [], str(reason)
+    rows = []
+    runs = {
+        "energy bf16 GEMM": lambda: gemm_energy(counter, ENERGY_GEMM_N, ENERGY_SECONDS),
+        "energy copy": lambda: copy_energy(counter, ENERGY_COPY_BYTES, ENERGY_SECONDS),
+    }
+    for step, run in runs.items():
+        row = attempt(step, run, failures)
+        if row is not None:
+            print(
+                f"energy: {row.name}: {row.joules:.4g} J in {row.seconds:.3g} s, {row.average_watts:.4g} W", flush=True
+            )
+            rows.append(row)
+    return rows, ""
+
+
 # --------------------------------------------------------------------------- notebooks and tests
 
 
@@ -250,6 +332,7 @@ def summary(record: GPURecord) -> str:
         )
     for k in record.kernels:
         lines.append(f"kernel    {k}")
+    lines += [f"energy    {line}" for line in record_report.describe_energy(record).splitlines()[1:]]
     for step, error in record.failures.items():
         lines.append(f"FAILED    {step}: {error}")
     if record.notebooks is not None:
@@ -295,6 +378,7 @@ def main(argv=None) -> int:
         )
         return EXIT_FAILED
     rows = _time_demos(spec, copy, failures)
+    energy, energy_note = measure_energy_runs(failures)
     attempt("torch.cuda.empty_cache", torch.cuda.empty_cache, failures)  # hand memory back before the notebooks
     notebooks, problems = _run_checks(args.no_notebooks)
     record = GPURecord(
@@ -305,6 +389,8 @@ def main(argv=None) -> int:
         kernels=tuple(rows),
         notebooks=notebooks,
         failures=dict(failures),
+        energy=tuple(energy),
+        energy_note=energy_note,
     )
     return _write_and_report(record, args, problems + [f"{step}: {error}" for step, error in failures.items()])
 

@@ -10,7 +10,9 @@ None for one that never does). Two implementations:
 * :class:`RAPLCounter`: Intel's RAPL package counters, ``/sys/class/powercap/intel-rapl:N/energy_uj``
   (microjoules), which wrap at ``max_energy_range_uj``.
 
-:func:`measure_energy` times a callable between two readings; :func:`energy_between` turns two
+:func:`measure_energy` times a callable between two readings, and :func:`measure_repeated` repeats
+one call of CUDA work for long enough that a counter resolves it (:func:`cuda_energy_counter`
+finds the counter of CUDA's device 0 by its UUID); :func:`energy_between` turns two
 readings into joules, counting one wrap of a counter that wraps and refusing a counter that goes
 backwards. Where neither counter exists, :func:`find_counter` raises :class:`NoEnergyCounter`
 saying so: the course's CPU machines have neither, and the chapter then shows a recorded figure.
@@ -18,6 +20,7 @@ saying so: the course's CPU machines have neither, and the chapter then shows a 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +38,10 @@ __all__ = [
     "energy_between",
     "EnergyMeasurement",
     "measure_energy",
+    "nvml_index",
+    "cuda_energy_counter",
+    "RepeatedEnergy",
+    "measure_repeated",
 ]
 
 #: Where Linux exposes RAPL's energy counters.
@@ -178,7 +185,8 @@ def measure_energy(fn: Callable[[], object], counter=None) -> EnergyMeasurement:
     The counter covers the whole device, not only ``fn``'s work: anything else running meanwhile
     is counted too, and its static power is paid for the whole call. GPU work is asynchronous:
     ``fn`` must wait for it (``torch.cuda.synchronize()``) or the second reading comes too early.
-    Counters update every few milliseconds, so time something that takes at least a second.
+    A counter advances in steps (its hardware samples power, not every joule), so time something that
+    takes at least a second: :func:`measure_repeated` does so for one call of CUDA work.
     """
     if not callable(fn):
         raise TypeError(f"fn must be a callable taking no arguments, got {type(fn).__name__} {fn!r}")
@@ -193,3 +201,93 @@ def measure_energy(fn: Callable[[], object], counter=None) -> EnergyMeasurement:
     seconds = time.perf_counter() - start
     after = counter.readings()
     return EnergyMeasurement(energy_between(before, after, counter.wrap_joules), seconds, counter.name)
+
+
+# --------------------------------------------------------------------------- a CUDA device's work, repeated
+
+#: Calls launched between two synchronizes when work is repeated: the loop's clock, at no cost to the GPU.
+BATCH_SECONDS = 0.1
+
+
+def nvml_index(uuid: str) -> int:
+    """NVML's index of the GPU whose UUID is ``uuid`` (as torch reports it, with or without ``GPU-``).
+
+    NVML numbers GPUs by PCI bus; CUDA may number them otherwise (``CUDA_DEVICE_ORDER``,
+    ``CUDA_VISIBLE_DEVICES``), so the counter of CUDA's device 0 is found by its UUID, not its index.
+    """
+    import pynvml
+
+    pynvml.nvmlInit()
+    want = uuid.lower().removeprefix("gpu-")
+    for i in range(pynvml.nvmlDeviceGetCount()):
+        found = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(i))
+        found = found.decode() if isinstance(found, bytes) else found  # older bindings answer bytes
+        if want and found.lower().removeprefix("gpu-") == want:
+            return i
+    raise NoEnergyCounter(f"no NVML device has torch's device 0's UUID {uuid!r}")
+
+
+def cuda_energy_counter() -> NVMLCounter:
+    """NVML's energy counter of torch's CUDA device 0, or :class:`NoEnergyCounter` saying why there is none."""
+    import torch
+
+    uuid = str(getattr(torch.cuda.get_device_properties(0), "uuid", "") or "")
+    try:
+        index = nvml_index(uuid)
+    except ImportError:
+        raise NoEnergyCounter("no NVML: the pynvml module (pip install nvidia-ml-py) is not installed") from None
+    except NoEnergyCounter:
+        raise
+    except Exception as err:  # noqa: BLE001 - pynvml's NVMLError and kin: no counter, and why
+        raise NoEnergyCounter(f"no NVML device: {err}") from None
+    return NVMLCounter([index])
+
+
+@dataclass(frozen=True)
+class RepeatedEnergy:
+    """One CUDA call repeated back to back between two counter readings: the measurement and how it was made."""
+
+    measurement: EnergyMeasurement
+    repetitions: int
+    batch: int  # calls launched between two synchronizes
+    one_call: str  # how one call was timed (measure.time_fn's method)
+
+    @property
+    def method(self) -> str:
+        return (
+            f"{self.repetitions} calls back to back in batches of {self.batch} between two counter readings "
+            f"(one call: {self.one_call})"
+        )
+
+
+def measure_repeated(fn: Callable[[], object], seconds, counter) -> RepeatedEnergy:
+    """``fn`` (one call of CUDA work) repeated for at least ``seconds`` between two readings of ``counter``.
+
+    A counter advances in coarse steps and covers the whole device, so one kernel is too short to
+    read: the calls go back to back, in batches of about :data:`BATCH_SECONDS` (one timed call sizes
+    them), with a synchronize after each so that the loop knows when the time is up and the second
+    reading comes after the last call has finished. The totals are one call's counts times
+    ``repetitions``.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable taking no arguments, got {type(fn).__name__} {fn!r}")
+    budget = _positive(seconds, "seconds", "seconds")
+    import torch
+
+    from .measure import time_fn
+
+    once = time_fn(fn, device="cuda")
+    batch = max(1, math.ceil(BATCH_SECONDS / once.median_s))
+    reps = 0
+
+    def run():
+        nonlocal reps
+        start = time.perf_counter()
+        while reps == 0 or time.perf_counter() - start < budget:
+            for _ in range(batch):
+                fn()
+            torch.cuda.synchronize()
+            reps += batch
+
+    torch.cuda.synchronize()  # nothing queued before the first reading
+    return RepeatedEnergy(measure_energy(run, counter), reps, batch, once.method)

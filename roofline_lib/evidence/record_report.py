@@ -13,7 +13,8 @@ from typing import Any, Iterable
 
 from ..core.formatting import to_unit
 from ..core.roofline import Roof
-from .records import GPURecord, KernelMeasurement
+from ..workloads.energy import EnergyJudgement, judge_energy
+from .records import GPURecord, KernelMeasurement, MeasuredEnergy
 
 __all__ = [
     "REQUIRE_GPU_ENV",
@@ -22,6 +23,8 @@ __all__ = [
     "Target",
     "check_targets",
     "describe_record",
+    "energy_judgements",
+    "describe_energy",
 ]
 
 #: Set to 1 by ``make gpu-check``: a chapter cell that would fall back to the record because no
@@ -220,4 +223,40 @@ def describe_record(record: GPURecord) -> str:
             f"measured, {_us(k.predicted_seconds)} us predicted"
         )
     lines.extend(str(target) for target in check_targets(record))
+    return "\n".join(lines)
+
+
+def energy_judgements(record: GPURecord) -> tuple[tuple[MeasuredEnergy, EnergyJudgement], ...]:
+    """Each recorded energy run beside :func:`~roofline_lib.workloads.energy.judge_energy`'s model of it.
+
+    The model is :func:`~roofline_lib.workloads.energy.kernel_energy` for the run's FLOPs, bytes and
+    seconds on the record's GPU; a GPU without power figures in the registry is refused by name.
+    """
+    if not isinstance(record, GPURecord):
+        raise TypeError(f"record must be a GPURecord, got {type(record).__name__} {record!r}")
+    return tuple(
+        (e, judge_energy(record.spec, e.flops, e.bytes_moved, e.seconds, e.joules, e.precision)) for e in record.energy
+    )
+
+
+def describe_energy(record: GPURecord) -> str:
+    """A record's energy runs, provenance first, each set against the energy model on that GPU.
+
+    A run the energy guard flags (average power above the TDP, joules below the model's FLOP and
+    byte energy) says IMPLAUSIBLE and why; a record without energy runs says why it has none.
+    """
+    if not isinstance(record, GPURecord):
+        raise TypeError(f"record must be a GPURecord, got {type(record).__name__} {record!r}")
+    lines = [record.label]
+    if not record.energy:
+        why = record.energy_note or "the record was made before gpu-check measured energy"
+        return "\n".join([*lines, f"no energy measured in this run: {why}"])
+    try:
+        judged = energy_judgements(record)
+    except ValueError as err:  # a GPU without power figures: the measurement stands, unmodelled
+        return "\n".join(
+            [*lines, *(f"{e.name}: {e.joules:.4g} J in {e.seconds:.3g} s; no model: {err}" for e in record.energy)]
+        )
+    for e, verdict in judged:
+        lines.append(f"{e.name} {'x'.join(map(str, e.shape))}, {e.repetitions:,} times, {e.counter}: {verdict}")
     return "\n".join(lines)

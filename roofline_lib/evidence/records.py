@@ -6,7 +6,7 @@ names (the course keeps them in ``book/data/measurements/``; this module does no
 
 * The record's parts are frozen dataclasses in SI units: :class:`Provenance`,
   :class:`CopyMeasurement`, :class:`GemmMeasurement`, :class:`KernelMeasurement`,
-  :class:`NotebookRun` and :class:`GPURecord`. Each field says in its metadata what JSON value
+  :class:`MeasuredEnergy`, :class:`NotebookRun` and :class:`GPURecord`. Each field says in its metadata what JSON value
   it holds (a positive number of seconds, a name, a list of rows...), and one generic loader
   (:func:`from_json`) and one writer (:func:`to_json`) serve every class.
 * :func:`validate_record` refuses a record that lacks its provenance, names a GPU the registry
@@ -47,6 +47,7 @@ __all__ = [
     "CopyMeasurement",
     "GemmMeasurement",
     "KernelMeasurement",
+    "MeasuredEnergy",
     "NotebookRun",
     "GPURecord",
     "from_json",
@@ -60,7 +61,8 @@ __all__ = [
     "record_path",
 ]
 
-#: Version of the JSON layout below; a record with another version is refused.
+#: Version of the JSON layout below; a record with another version is refused. Fields added
+#: since (``energy``, ``energy_note``) are optional, so every version-1 record stays valid.
 SCHEMA_VERSION = 1
 
 #: Provenance fields every record must carry as non-empty strings.
@@ -493,6 +495,43 @@ class KernelMeasurement(_Timed):
 
 
 @dataclass(frozen=True)
+class MeasuredEnergy(_Part):
+    """A kernel repeated for seconds between two readings of the GPU's energy counter.
+
+    ``flops`` and ``bytes_moved`` are the totals of all ``repetitions`` (ideal HBM traffic, as
+    for the roofline); ``seconds`` is the wall time between the two readings and ``joules`` what
+    the counter (``counter``, e.g. NVML's total energy) says the whole GPU used meanwhile.
+    ``precision`` is the one its FLOPs ran in. Whether the joules are *plausible* (at most the
+    TDP on average, at least the model's FLOP and byte energy) is judged against the energy
+    model by :func:`roofline_lib.workloads.energy.judge_energy`, not here: a record holds what
+    the counter said.
+    """
+
+    WHERE: ClassVar[str] = "energy[]"
+    DERIVED: ClassVar[tuple[str, ...]] = ("average_watts",)
+
+    name: str = _field("text", "what ran, such as 'bf16 GEMM'")
+    precision: str = _field("text", "a precision such as bf16", precision=True)
+    shape: tuple[int, ...] = _field("sizes", "sizes", non_empty=True)
+    repetitions: int = _field("whole", "repetitions")
+    flops: float = _field("number", "FLOP", allow_zero=True)
+    bytes_moved: float = _field("number", "bytes")
+    seconds: float = _field("number", "seconds")
+    joules: float = _field("number", "joules")
+    counter: str = _field("text", "the energy counter read")
+    method: str = _field("text", "how it was measured")
+
+    @property
+    def average_watts(self) -> float:
+        return self.joules / self.seconds
+
+    def check(self, spec: GPUSpec) -> None:
+        """The roofline guard on the run's rates: its repetitions may not beat the GPU's roofs."""
+        what = f"the energy run of {self.name} ({self.repetitions} repetitions)"
+        check_plausible(self.flops / self.seconds, self.bytes_moved / self.seconds, spec, self.precision, what=what)
+
+
+@dataclass(frozen=True)
 class NotebookRun(_Part):
     """What nbval said on the GPU machine: every notebook, strict where it has a reference record.
 
@@ -522,7 +561,9 @@ class GPURecord(_Part):
     ``gemm`` holds the bf16 sweep and, where the chip has fp8, the fp8 sweep. ``notebooks`` is
     ``None`` only when the run was told to skip them (``--no-notebooks``). ``failures`` maps
     each step that failed (a demo kernel, an fp8 sweep) to its error, kept beside the valid
-    measurements instead of voiding them.
+    measurements instead of voiding them. ``energy`` holds the runs measured on the GPU's
+    energy counter (empty in a record made before they were, or where no counter answered);
+    ``energy_note`` says why it is empty when the run could not measure energy.
     """
 
     WHERE: ClassVar[str] = "record"
@@ -535,6 +576,8 @@ class GPURecord(_Part):
     notebooks: NotebookRun | None = _field("part", "the notebook run", default=None, part=NotebookRun)
     schema_version: int = _field("whole", "the layout version", default=SCHEMA_VERSION)
     failures: Mapping[str, str] = _field("texts_by_name", "failed step to its error message", factory=dict)
+    energy: tuple[MeasuredEnergy, ...] = _field("parts", "energy measurements", part=MeasuredEnergy, factory=tuple)
+    energy_note: str = _field("string", "why no energy was measured", default="")
 
     @property
     def spec(self) -> GPUSpec:
@@ -609,6 +652,8 @@ class GPURecord(_Part):
             g.check(spec)
         for k in self.kernels:
             k.check(spec)
+        for e in self.energy:
+            e.check(spec)
 
 
 # --------------------------------------------------------------------------- validation and files

@@ -16,7 +16,7 @@ from ..core.hardware import BYTES_PER_ELEMENT, PRECISIONS, registry
 from ..core.interconnect import link_registry, node_registry
 from ..core.roofline import PLAUSIBILITY_TOLERANCE, ridge_point
 from ..models.transformer import model_config, shipped_models
-from ..workloads.energy import power_spec
+from ..workloads.energy import gpus_with_power, power_spec
 from ..workloads.energy_cost import gpu_hour_price
 from ..workloads.feasibility import max_context
 from ..workloads.inference import decode_flops_per_token, decode_step_bytes_of
@@ -97,25 +97,22 @@ def registry_as_dict() -> dict[str, Any]:
 def _energy_record() -> dict[str, Any]:
     """The energy registry as the site's energy explorer reads it, in the GPU registry's order.
 
-    ``gpus``: every GPU with power figures (:func:`roofline_lib.workloads.energy.power_spec`): TDP and
+    ``gpus``: every GPU with power figures (:func:`roofline_lib.workloads.energy.gpus_with_power`): TDP and
     static power in watts, joules per HBM and link byte, and where each came from; the joules per
     FLOP are derived on the page as the library derives them (``joules_per_flop_at_tdp``).
     ``prices``: every GPU with a GPU-hour price on record (``gpu_hour_price``), dated and cited.
     """
     gpus, prices = {}, {}
+    for key in gpus_with_power():
+        power = power_spec(key)
+        gpus[key] = {
+            "tdp_watts": power.tdp_watts,
+            "idle_watts": power.idle_watts,
+            "joules_per_hbm_byte": power.joules_per_hbm_byte,
+            "joules_per_link_byte": power.joules_per_link_byte,
+            "sources": dict(power.sources),
+        }
     for key in registry():
-        try:
-            power = power_spec(key)
-        except ValueError:  # no power figures for this GPU
-            pass
-        else:
-            gpus[key] = {
-                "tdp_watts": power.tdp_watts,
-                "idle_watts": power.idle_watts,
-                "joules_per_hbm_byte": power.joules_per_hbm_byte,
-                "joules_per_link_byte": power.joules_per_link_byte,
-                "sources": dict(power.sources),
-            }
         try:
             price = gpu_hour_price(key)
         except ValueError:  # no price on record

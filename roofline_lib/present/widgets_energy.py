@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from ..core.formatting import energy_text, power_text, to_unit
 from ..core.hardware import as_gpu, registry
 from ..models.transformer import model_config
-from ..workloads.energy import TokenEnergy, decode_energy, power_spec
+from ..workloads.energy import TokenEnergy, decode_energy, gpus_with_power
 from ..workloads.energy_cost import GPUPrice, cost_per_million_tokens, gpu_hour_price
 from ..workloads.serving import serving_server, step_counts
 from .explorer import _DPI, _FIGSIZE, Explorer, _log_axes, _powers_of_two_slider
@@ -37,14 +37,7 @@ WIDTHS = {2: "bf16 (2 bytes)", 1: "fp8 (1 byte)"}
 
 def energy_gpus() -> dict[str, str]:
     """Registry key -> name of every GPU with power figures (the explorer's choices), in registry order."""
-    found = {}
-    for key, spec in registry().items():
-        try:
-            power_spec(key)
-        except ValueError:  # no power figures on record
-            continue
-        found[key] = spec.name
-    return found
+    return {key: registry()[key].name for key in gpus_with_power()}
 
 
 @dataclass(frozen=True)

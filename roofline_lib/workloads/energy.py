@@ -12,10 +12,12 @@ slowness. The GPU's figures (TDP, static power, energy per byte of HBM and of a 
 energy per FLOP, so it is derived by :func:`joules_per_flop_at_tdp`: a GEMM at the ridge, running
 at the compute peak and the full bandwidth at once, draws the whole TDP.
 
-On that: :func:`power_spec` (a GPU's figures), :func:`kernel_energy`, :func:`energy_ridge` (the
-intensity where FLOPs and bytes cost the same energy), :func:`power_capped_flops_per_s` and
-:func:`power_cap_window` (a power cap as one more ceiling), and :func:`step_energy`,
-:func:`decode_energy`, :func:`prefill_energy` (a serving step's joules per token, built on
+On that: :func:`power_spec` (a GPU's figures; :func:`gpus_with_power` lists the GPUs that have
+them), :func:`kernel_energy`, :func:`judge_energy` (a measured energy against the model's),
+:func:`energy_ridge` (the intensity where FLOPs and bytes cost the same energy),
+:func:`power_capped_flops_per_s` and :func:`power_cap_window` (a power cap as one more ceiling),
+and :func:`step_energy`, :func:`decode_energy`, :func:`prefill_energy`,
+:func:`speculative_energy` (a serving step's joules per token, built on
 :mod:`roofline_lib.workloads.serving`'s step prices). Money and carbon are in
 :mod:`roofline_lib.workloads.energy_cost`; the published measurements the model is held against
 in :mod:`roofline_lib.workloads.energy_published`.
@@ -35,16 +37,30 @@ from ..core.formatting import data_size, energy_text, flop_count, power_text
 from ..core.formatting import seconds as seconds_text
 from ..core.hardware import GPUSpec, _precision_key, as_gpu, registry
 from ..core.registry_data import read_records, si
-from ..core.roofline import roof
+from ..core.roofline import PLAUSIBILITY_TOLERANCE, roof
 from .feasibility import Fit
-from .serving import Server, StepTime, _as_server, decode_step, prefill_step, server_fit
+from .serving import (
+    Chunk,
+    Server,
+    SpeculativeDecoding,
+    StepTime,
+    _as_server,
+    decode_step,
+    prefill_step,
+    server_fit,
+    speculative_decoding,
+    step_time,
+)
 
 __all__ = [
     "PowerSpec",
     "power_spec",
+    "gpus_with_power",
     "joules_per_flop_at_tdp",
     "KernelEnergy",
     "kernel_energy",
+    "EnergyJudgement",
+    "judge_energy",
     "energy_ridge",
     "power_capped_flops_per_s",
     "CapWindow",
@@ -54,6 +70,8 @@ __all__ = [
     "decode_energy",
     "prefill_energy",
     "request_energy",
+    "SpeculativeEnergy",
+    "speculative_energy",
 ]
 
 _CORE = "roofline_lib.core"
@@ -136,10 +154,19 @@ def joules_per_flop_at_tdp(tdp_watts, idle_watts, peak_flops_per_s, hbm_bytes_pe
     return compute_watts / peak
 
 
+def gpus_with_power() -> tuple[str, ...]:
+    """The registry keys of every GPU with power and energy figures, in the GPU registry's order.
+
+    >>> "h100" in gpus_with_power()
+    True
+    """
+    return tuple(key for key in registry() if key in _GPU_ENERGY)
+
+
 def _record(spec: GPUSpec) -> dict:
     """The energy record of a registry GPU; a GPU without one is refused, naming those that have one."""
     if spec.key not in _GPU_ENERGY:
-        have = ", ".join(registry()[k].name for k in _GPU_ENERGY)
+        have = ", ".join(registry()[k].name for k in gpus_with_power())
         raise ValueError(
             f"gpu {spec.name!r} has no power and energy figures in the registry (roofline_lib/core/{_DATA_FILE}); GPUs that have them: {have}"
         )
@@ -238,6 +265,74 @@ def kernel_energy(gpu, flops, bytes_moved, seconds: float | None = None, precisi
         the_roof.check(f / t, b / t, what=f"a kernel of these flops and bytes_moved in seconds={t:g}")
     flop_j, byte_j, static_j = f * e_flop, b * power.joules_per_hbm_byte, power.idle_watts * t
     return KernelEnergy(f, b, t, flop_j, byte_j, static_j, flop_j + byte_j + static_j)
+
+
+@dataclass(frozen=True)
+class EnergyJudgement:
+    """A measured energy set against the model's for the same FLOPs, bytes and seconds. SI units.
+
+    ``model`` is :func:`kernel_energy` at the measured time; ``flags`` holds what makes the
+    measurement implausible (empty when nothing does).
+    """
+
+    gpu_name: str
+    joules: float  # what the counter measured
+    seconds: float
+    model: KernelEnergy
+    tdp_watts: float
+    flags: tuple[str, ...]
+
+    @property
+    def average_watts(self) -> float:
+        return self.joules / self.seconds
+
+    @property
+    def ratio(self) -> float:
+        """Measured over modelled joules: 1.0 is the model exactly, 1.2 the GPU used 20 % more."""
+        return self.joules / self.model.joules
+
+    @property
+    def floor_joules(self) -> float:
+        """The model's FLOP and byte energy alone: what the work costs with no static power at all."""
+        return self.model.flop_joules + self.model.byte_joules
+
+    @property
+    def plausible(self) -> bool:
+        return not self.flags
+
+    def __str__(self) -> str:
+        text = (
+            f"measured {energy_text(self.joules)} in {seconds_text(self.seconds)} ({power_text(self.average_watts)}) on the "
+            f"{self.gpu_name}; the model {energy_text(self.model.joules)} ({power_text(self.model.average_watts)}), "
+            f"{self.ratio:.2f} times"
+        )
+        return text if self.plausible else "IMPLAUSIBLE: " + "; ".join(self.flags) + ". " + text
+
+
+def judge_energy(gpu, flops, bytes_moved, seconds, joules, precision="bf16") -> EnergyJudgement:
+    """A measured ``joules`` for a kernel of ``flops`` and ``bytes_moved`` that took ``seconds`` on ``gpu``.
+
+    The model is :func:`kernel_energy` at the measured time (which refuses a time faster than
+    the roofline allows). The energy guard flags, beyond the roofline guard's tolerance
+    (:data:`~roofline_lib.core.roofline.PLAUSIBILITY_TOLERANCE`), an average power above the
+    GPU's TDP (a counter that counted more than this GPU, or the wrong seconds) and joules below
+    the model's FLOP and byte energy with no static power at all (a counter that missed work, or
+    joules per FLOP too high for this GPU).
+    """
+    model = kernel_energy(gpu, flops, bytes_moved, seconds, precision)
+    power = power_spec(gpu)
+    measured = _positive(joules, "joules", "joules")
+    watts, floor = measured / model.seconds, model.flop_joules + model.byte_joules
+    flags = []
+    if watts > power.tdp_watts * (1 + PLAUSIBILITY_TOLERANCE):
+        flags.append(
+            f"{power_text(watts)} on average is above the {power.gpu_name}'s TDP of {power_text(power.tdp_watts)}"
+        )
+    if measured < floor * (1 - PLAUSIBILITY_TOLERANCE):
+        flags.append(
+            f"{energy_text(measured)} is below the model's {energy_text(floor)} for the FLOPs and bytes alone, with no static power"
+        )
+    return EnergyJudgement(power.gpu_name, measured, model.seconds, model, power.tdp_watts, tuple(flags))
 
 
 def energy_ridge(gpu, precision="bf16") -> float:
@@ -486,4 +581,81 @@ def request_energy(server: Server, batch, prompt_len, output_len, *, cap_watts: 
         average_watts=total / seconds,
         fit=server_fit(server, ((p + o, b),), p, 1),
         cap_watts=decode.cap_watts,
+    )
+
+
+# --------------------------------------------------------------------------- speculative decoding
+
+
+@dataclass(frozen=True)
+class SpeculativeEnergy:
+    """Speculative decoding's energy per kept token against plain decode's. SI: joules.
+
+    One speculative step is ``gamma`` draft decode steps (``draft``, one of them) and one check
+    of the target on ``gamma + 1`` tokens per sequence (``check``); it keeps
+    ``speculation.expected_tokens`` tokens per sequence. ``plain`` is the target's own decode
+    step at the same batch and context.
+    """
+
+    speculation: SpeculativeDecoding
+    draft: TokenEnergy  # one draft decode step
+    check: TokenEnergy  # the target's check of gamma + 1 tokens per sequence
+    plain: TokenEnergy  # one plain decode step of the target
+    draft_joules: float  # gamma draft steps
+    check_joules: float
+    joules_per_token: float
+
+    @property
+    def ratio(self) -> float:
+        """Speculative over plain joules per token: below 1 speculation saves energy."""
+        return self.joules_per_token / self.plain.joules_per_token
+
+    @property
+    def fit(self) -> Fit:
+        """The target and its draft together on the target's device (the speculation's fit)."""
+        return self.speculation.fit
+
+    @property
+    def feasible(self) -> bool:
+        return self.fit.feasible
+
+    def __str__(self) -> str:
+        s = self.speculation
+        text = (
+            f"speculative decoding, alpha {s.alpha:g}, gamma {s.gamma}, batch {s.batch}: "
+            f"{energy_text(self.joules_per_token)} per token (drafts {energy_text(self.draft_joules)}, check "
+            f"{energy_text(self.check_joules)} per step, {s.expected_tokens:.3g} tokens kept per sequence), "
+            f"{self.ratio:.2f} of plain decode's {energy_text(self.plain.joules_per_token)}"
+        )
+        return self.fit.first(text)
+
+
+def speculative_energy(target: Server, draft: Server, batch, context_len, alpha, gamma) -> SpeculativeEnergy:
+    """Joules per token of speculative decoding: ``draft`` proposes ``gamma`` tokens that ``target`` checks.
+
+    Built on :func:`~roofline_lib.workloads.serving.speculative_decoding`'s step, each part priced
+    by :func:`step_energy`:
+
+        drafts   = gamma * (one draft decode step of batch sequences at context_len)
+        check    = the target on gamma + 1 tokens per sequence, after context_len - 1 cached keys
+        per token = (drafts + check) / (batch * expected tokens per sequence)
+
+    The check computes all ``gamma + 1`` tokens and keeps only the accepted ones, so the
+    rejected tokens' FLOPs are paid for in full.
+    """
+    target, draft = _as_server(target, "target"), _as_server(draft, "draft")
+    speculation = speculative_decoding(target, draft, batch, context_len, alpha, gamma)
+    b, c, g = speculation.batch, int(context_len), speculation.gamma
+    draft_step = decode_energy(draft, b, c)
+    check = step_energy(target, step_time(target, [Chunk(g + 1, c - 1, g + 1)] * b))  # gamma + 1 tokens each
+    drafts = g * draft_step.joules
+    per_token = (drafts + check.joules) / (b * speculation.expected_tokens)
+    return SpeculativeEnergy(
+        speculation=speculation,
+        draft=draft_step,
+        check=check,
+        plain=decode_energy(target, b, c),
+        draft_joules=drafts,
+        check_joules=check.joules,
+        joules_per_token=per_token,
     )

@@ -50,6 +50,13 @@ class PublishedTrainingEnergy:
     published_mfu: float | None  # where the authors printed one
     source: str
     date: str
+    mfu_span: tuple[float, float] | None = None  # (lowest, highest) MFU the authors printed across the run's stages
+    effective_training_time: float | None = None  # the least share of the run's time that trained, as printed
+
+    @property
+    def effective_time_span(self) -> tuple[float, float] | None:
+        """(the printed least share of time that trained, all of it), or None where none was printed."""
+        return None if self.effective_training_time is None else (self.effective_training_time, 1.0)
 
     @property
     def joules(self) -> float:
@@ -80,6 +87,16 @@ def _figure(record: dict, name: str, where: str) -> float:
 def _training(key: str, record: dict) -> PublishedTrainingEnergy:
     where = f"{_DATA_FILE}, published_training, {key!r}"
     mfu = _figure(record, "published_mfu", where) if "published_mfu" in record else None
+    span = None
+    if ("mfu_low" in record) != ("mfu_high" in record):
+        raise ValueError(f"{where} must give both mfu_low and mfu_high (a span), or neither")
+    if "mfu_low" in record:
+        span = (_figure(record, "mfu_low", where), _figure(record, "mfu_high", where))
+        if not 0 < span[0] <= span[1] < 1:
+            raise ValueError(f"{where}: mfu_low and mfu_high must be shares with 0 < low <= high < 1, got {span}")
+    effective = _figure(record, "effective_training_time", where) if "effective_training_time" in record else None
+    if effective is not None and not 0 < effective <= 1:
+        raise ValueError(f"{where}, effective_training_time must be a share of the time in (0, 1], got {effective}")
     return PublishedTrainingEnergy(
         key=key,
         model=record["model"],
@@ -93,6 +110,8 @@ def _training(key: str, record: dict) -> PublishedTrainingEnergy:
         published_mfu=mfu,
         source=record["source"],
         date=record["date"],
+        mfu_span=span,
+        effective_training_time=effective,
     )
 
 
@@ -114,7 +133,11 @@ _TRAINING_FIELDS = (
 def published_training_energy() -> tuple[PublishedTrainingEnergy, ...]:
     """The published training runs, in the file's order (Llama 3.1 8B, 70B, 405B)."""
     records = read_records(
-        _CORE, _DATA_FILE, table="published_training", required=_TRAINING_FIELDS, optional=("published_mfu",)
+        _CORE,
+        _DATA_FILE,
+        table="published_training",
+        required=_TRAINING_FIELDS,
+        optional=("published_mfu", "mfu_low", "mfu_high", "effective_training_time"),
     )
     return tuple(_training(k, r) for k, r in records.items())
 
