@@ -135,6 +135,7 @@ def test_the_website_attributes_carry_the_counts_per_byte_of_width():
     assert ex.site_attributes["data-batch"] == "8"  # the page starts where the widget stands
 
 
+@pytest.mark.measures  # the redraw budget: timed alone, never beside another test process
 def test_each_redraw_stays_fast():
     ex = widgets_energy.energy_explorer()
     seconds = []
