@@ -251,7 +251,8 @@ grade: $(STAMP)
 	$(VENV)/bin/roofline grade exercises/*.md
 
 # CUDA machines only: re-run every notebook on the GPU, measure its ceilings, time the Triton
-# demos, and write book/data/measurements/<gpu>.json (exit 2 with a reason where there is no GPU).
+# demos, read a GEMM's and a copy's energy on NVML's counter, and write
+# book/data/measurements/<gpu>.json (exit 2 with a reason where there is no GPU).
 gpu-check: $(STAMP)
 	$(PY) tools/gpu_check.py
 
