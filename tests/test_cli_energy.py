@@ -91,3 +91,61 @@ def test_bad_input_exits_2_naming_the_flag_and_its_unit(capsys, argv, message):
     code, out, err = run(capsys, "energy", "llama-3-8b", *argv)
     assert code == 2 and not out and message in err, err
     assert len(err.strip().splitlines()) == 1  # one line, never a traceback
+
+
+B200_FIGURES = ("--tdp", "1000", "--idle", "150", "--hbm-pj-per-bit", "4")  # 4 pJ/bit = 32e-12 J per byte
+
+
+def test_a_gpu_the_energy_registry_lacks_is_priced_from_figures_on_the_command_line(capsys):
+    argv = ("energy", "llama-3-8b", "--gpu", "B200", "--context", "2048", "--batch", "1,64", *B200_FIGURES)
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and not err
+    lines = out.splitlines()
+    assert lines[0].startswith("Llama-3-8B on the B200, decode at 2,048 tokens")
+    assert lines[1] == (
+        "  power figures given on the command line: TDP 1 kW, idle 150 W, HBM 4 pJ/bit "
+        "(joules per FLOP derived from the TDP)"
+    )
+    code, out, _ = run(capsys, *argv, "--json")
+    data = json.loads(out)
+    power = rl.power_figures("B200", tdp_watts=1000, idle_watts=150, joules_per_hbm_byte=4e-12 * 8)
+    # B200: 8e12 B/s * 32e-12 J/B = 256 W for the bytes; (1000 - 150 - 256) W / 2.25e15 FLOP/s = 0.264 pJ/FLOP
+    assert power.flop_joules("bf16") == pytest.approx(0.264e-12)
+    e = rl.decode_energy(rl.serving_server(rl.model_config("llama-3-8b"), "B200"), 64, 2048, power=power)
+    assert data["power_given"] and data["power"]["tdp_watts"] == "given by the caller"
+    assert data["rows"][1]["joules_per_token"] == pytest.approx(e.joules_per_token)
+
+
+def test_the_registrys_gpus_say_where_their_figures_come_from(capsys):
+    code, out, _ = run(capsys, *BASE, "--batch", "1")
+    assert code == 0 and "given on the command line" not in out
+    code, out, _ = run(capsys, *BASE, "--batch", "1", "--json")
+    assert not json.loads(out)["power_given"]
+
+
+@pytest.mark.parametrize(
+    "figures, message",
+    [
+        ((), "--gpu: gpu 'B200' has no power and energy figures in the registry: give its --tdp W, --idle W"),
+        (("--tdp", "1000"), "--tdp given without --idle W and --hbm-pj-per-bit PJ"),
+        (("--tdp", "1000", "--hbm-pj-per-bit", "4"), "--tdp and --hbm-pj-per-bit given without --idle W"),
+        (
+            ("--tdp", "-1", "--idle", "150", "--hbm-pj-per-bit", "4"),
+            "--tdp: tdp_watts must be a positive number of watts",
+        ),
+        (
+            ("--tdp", "1000", "--idle", "nan", "--hbm-pj-per-bit", "4"),
+            "--idle: idle_watts must be a finite number of watts",
+        ),
+        (
+            ("--tdp", "1000", "--idle", "150", "--hbm-pj-per-bit", "-4"),
+            "--hbm-pj-per-bit: hbm_pj_per_bit must be a non-negative number of picojoules per bit",
+        ),
+        # 4000 pJ/bit (a J/bit figure typed in pJ): 8e12 B/s * 32e-9 J/B = 256 kW, far above the TDP
+        (("--tdp", "1000", "--idle", "150", "--hbm-pj-per-bit", "4000"), "--tdp: tdp_watts=1000 W leaves no power"),
+    ],
+)
+def test_bad_power_figures_exit_2_naming_the_flag_and_its_unit(capsys, figures, message):
+    code, out, err = run(capsys, "energy", "llama-3-8b", "--gpu", "B200", "--context", "64", "--batch", "1", *figures)
+    assert code == 2 and not out and message in err, err
+    assert len(err.strip().splitlines()) == 1  # one line, never a traceback

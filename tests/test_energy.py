@@ -68,6 +68,92 @@ def test_a_gpu_without_figures_is_refused_naming_those_with_them():
         rl.kernel_energy(chip, 1e9, 1e6)
 
 
+# --------------------------------------------------------------------------- a card the registry lacks
+
+# The Kestrel K5 by its datasheet lines: 1000 TFLOP/s bf16, 4 TB/s, TDP 700 W, static 100 W, 4 pJ/bit of HBM
+#   the bytes at full bandwidth: 4e12 * 32e-12 = 128 W
+#   e_flop(bf16) = (700 - 100 - 128) / 1e15 = 0.472 pJ/FLOP
+
+
+@pytest.fixture(scope="module")
+def k5():
+    chip = rl.accelerator("Kestrel K5", {"bf16": 1000e12}, hbm_bytes_per_s=4e12, hbm_capacity_bytes=96e9)
+    return chip, rl.power_figures(chip, tdp_watts=700, idle_watts=100, joules_per_hbm_byte=4e-12 * 8)
+
+
+def test_a_card_given_by_its_datasheet_lines_is_priced_by_the_formula(k5):
+    chip, power = k5
+    assert power.gpu_name == "Kestrel K5" and power.flop_joules("bf16") == pytest.approx(0.472e-12)
+    assert power.joules_per_link_byte is None and power.sources["tdp_watts"] == "given by the caller"
+    # 1e12 FLOP and 1e9 bytes at the roof: max(1e12 / 1e15, 1e9 / 4e12) = max(1e-3, 2.5e-4) = 1e-3 s
+    k = rl.kernel_energy(chip, 1e12, 1e9, power=power)
+    assert k.seconds == pytest.approx(1e-3)
+    assert k.flop_joules == pytest.approx(0.472)  # 1e12 * 0.472e-12
+    assert k.byte_joules == pytest.approx(0.032)  # 1e9 * 32e-12
+    assert k.static_joules == pytest.approx(0.1)  # 100 W * 1e-3 s
+    assert k.joules == pytest.approx(0.604)  # 0.472 + 0.032 + 0.1
+    assert rl.energy_ridge(chip, power=power) == pytest.approx(32 / 0.472)  # 67.8 FLOP/byte
+    # a 600 W cap on a compute-bound GEMM: (600 - 100) / (0.472e-12 + 32e-12 / 1000) = 500 / 0.504e-12 FLOP/s
+    assert rl.power_capped_flops_per_s(chip, 1000.0, 600, power=power) == pytest.approx(500 / 0.504e-12)
+    assert rl.power_cap_window(chip, 600, power=power).gpu_name == "Kestrel K5"
+    assert rl.judge_energy(chip, 1e12, 1e9, 1e-3, 0.604, power=power).ratio == pytest.approx(1.0)
+
+
+def test_a_server_on_a_card_the_registry_lacks_is_priced_with_its_figures(k5):
+    chip, power = k5
+    server = rl.serving_server(rl.model_config("llama-3-8b"), chip)
+    step = rl.decode_step(server, 8, 2048)
+    e = rl.decode_energy(server, 8, 2048, power=power)
+    assert e.gpu_name == "Kestrel K5"
+    assert e.joules == pytest.approx(step.flops * 0.472e-12 + step.bytes_moved * 32e-12 + 100 * step.seconds)
+    assert rl.request_energy(server, 8, 512, 128, power=power).gpu_name == "Kestrel K5"
+    assert rl.prefill_energy(server, 512, power=power).joules > 0
+    spec = rl.speculative_energy(server, server, 1, 2048, 0.8, 4, power=power)
+    assert spec.plain.joules == pytest.approx(rl.decode_energy(server, 1, 2048, power=power).joules)
+    with pytest.raises(ValueError, match="has no power and energy figures"):
+        rl.decode_energy(server, 8, 2048)  # without power=, the registry's figures, which it lacks
+
+
+def test_the_registrys_figures_given_as_power_change_nothing():
+    assert rl.kernel_energy("H100", 1e12, 1e9, power=rl.power_spec("H100")) == rl.kernel_energy("H100", 1e12, 1e9)
+
+
+@pytest.mark.parametrize(
+    "figures, error, message",
+    [
+        ({"tdp_watts": -1}, ValueError, "tdp_watts must be a positive number of watts"),
+        ({"idle_watts": math.nan}, ValueError, "idle_watts must be a finite number of watts"),
+        (
+            {"joules_per_hbm_byte": -1e-12},
+            ValueError,
+            "joules_per_hbm_byte must be a non-negative number of joules per byte",
+        ),
+        ({"joules_per_link_byte": "10 pJ"}, TypeError, "joules_per_link_byte must be a number of joules per byte"),
+        ({"tdp_watts": "700 W"}, TypeError, "tdp_watts must be a number of watts"),
+        # 4 pJ/bit typed as 4 J/byte: 4e12 B/s * 4 J/B = 1.6e13 W, far above the TDP
+        ({"joules_per_hbm_byte": 4.0}, ValueError, "tdp_watts=700 W leaves no power for FLOPs"),
+        ({"idle_watts": 650}, ValueError, "tdp_watts=700 W leaves no power for FLOPs"),  # 650 + 128 > 700
+    ],
+)
+def test_bad_power_figures_are_refused_naming_the_parameter_and_its_unit(k5, figures, error, message):
+    given = {"tdp_watts": 700, "idle_watts": 100, "joules_per_hbm_byte": 32e-12, **figures}
+    with pytest.raises(error, match=message):
+        rl.power_figures(k5[0], **given)
+
+
+def test_figures_of_another_card_are_refused_by_name(k5, server):
+    chip, power = k5
+    with pytest.raises(ValueError, match=r"power holds the figures of the Kestrel K5, not of the H100 SXM \(gpu\)"):
+        rl.kernel_energy("H100", 1e12, 1e9, power=power)
+    with pytest.raises(ValueError, match=r"not of the H100 SXM \(server\)"):
+        rl.decode_energy(server, 1, 128, power=power)
+    a100 = rl.serving_server(rl.model_config("llama-3-8b"), "A100")
+    with pytest.raises(ValueError, match=r"the H100 SXM, not of the A100 80GB SXM \(draft\)"):
+        rl.speculative_energy(server, a100, 1, 128, 0.8, 4, power=rl.power_spec("H100"))
+    with pytest.raises(TypeError, match="power must be a PowerSpec"):
+        rl.energy_ridge(chip, power={"tdp_watts": 700})
+
+
 # --------------------------------------------------------------------------- a kernel
 
 

@@ -9,16 +9,13 @@ judges' closures); a part added to the key without a library counterpart here fa
 
 from __future__ import annotations
 
-import contextlib
 import random
-from unittest import mock
 
 import pytest
 
 import roofline_lib as rl
 from roofline_lib.core.roofline import ImplausibleMeasurement
 from roofline_lib.grading import key as K
-from roofline_lib.workloads import energy
 
 
 def _references(judge) -> list[tuple[str, str, object]]:
@@ -211,23 +208,21 @@ def _k5():
     )
 
 
-@contextlib.contextmanager
-def _priced(chip, tdp_watts, static_watts, joules_per_flop, joules_per_byte):
-    """The library's energy functions on a chip its registry has no power figures for: the figures are
-    handed in where the registry's would be read (``energy.power_spec``), and nothing else changes."""
-    figures = energy.PowerSpec(
-        chip.name, tdp_watts, static_watts, {"bf16": joules_per_flop}, joules_per_byte, 0.0, {"all": "the exercise"}
+def _figures(chip, tdp_watts, static_watts, joules_per_flop, joules_per_byte):
+    """A chip's power figures as the exercise prints them, for the library's ``power=``. The exercise
+    prints its joules per FLOP, so they are given as is, not derived from the TDP (rl.power_figures)."""
+    return rl.PowerSpec(
+        chip.name, tdp_watts, static_watts, {"bf16": joules_per_flop}, joules_per_byte, None, {"all": "the exercise"}
     )
-    registry_power = energy.power_spec
-    with mock.patch.object(energy, "power_spec", lambda gpu: figures if gpu is chip else registry_power(gpu)):
-        yield chip
 
 
 def _k5_priced(fn):
-    """``fn(chip)`` with the library pricing the K5 from its datasheet lines (HBM energy per bit x 8)."""
-    c = EX9
-    with _priced(_k5(), c["tdp_watts"], c["static_watts"], c["joules_per_flop"], 8 * c["hbm_joules_per_bit"]) as chip:
-        return fn(chip)
+    """``fn(chip, power)``: the library's energy functions on the K5, given its datasheet lines as
+    ``power=`` (HBM energy per bit x 8)."""
+    c, chip = EX9, _k5()
+    return fn(
+        chip, _figures(chip, c["tdp_watts"], c["static_watts"], c["joules_per_flop"], 8 * c["hbm_joules_per_bit"])
+    )
 
 
 def _ex9_step(batch):
@@ -247,7 +242,7 @@ def _ex9_gemm():
 
 
 def _ex9_decode_energy(batch):
-    return _k5_priced(lambda chip: rl.kernel_energy(chip, *_ex9_step(batch)))
+    return _k5_priced(lambda chip, power: rl.kernel_energy(chip, *_ex9_step(batch), power=power))
 
 
 def _ex9_terms(batch):
@@ -261,7 +256,11 @@ def _ex9_gemv():
 
 
 def _ex9_gemv_draw():
-    return _k5_priced(lambda chip: rl.kernel_energy(chip, _ex9_gemv().flops, _ex9_gemv().bytes_moved).average_watts)
+    return _k5_priced(
+        lambda chip, power: (
+            rl.kernel_energy(chip, _ex9_gemv().flops, _ex9_gemv().bytes_moved, power=power).average_watts
+        )
+    )
 
 
 def _ex8_largest(fits, start):
@@ -356,9 +355,11 @@ LIBRARY = {
     ),
     # ex9: the library's energy model on the K5's datasheet lines
     "gemm_joules": lambda: (
-        _k5_priced(lambda chip: rl.kernel_energy(chip, _ex9_gemm().flops, _ex9_gemm().bytes_moved)).joules
+        _k5_priced(
+            lambda chip, power: rl.kernel_energy(chip, _ex9_gemm().flops, _ex9_gemm().bytes_moved, power=power)
+        ).joules
     ),
-    "energy_ridge": lambda: _k5_priced(rl.energy_ridge),
+    "energy_ridge": lambda: _k5_priced(lambda chip, power: rl.energy_ridge(chip, power=power)),
     "joules_per_token_batch_1": lambda: _ex9_decode_energy(1).joules,
     "dominant_term_batch_1": lambda: max(_ex9_terms(1), key=_ex9_terms(1).get),
     "joules_per_token_batch_64": lambda: _ex9_decode_energy(EX9["batch"]).joules / EX9["batch"],
@@ -366,7 +367,7 @@ LIBRARY = {
         EX9["batch"] / _ex9_decode_energy(EX9["batch"]).seconds, EX9["node_dollars_per_hour"] / EX9["gpus_per_node"]
     ),
     "capped_gemm_flops_per_s": lambda: _k5_priced(
-        lambda chip: rl.power_capped_flops_per_s(chip, _ex9_gemm().intensity, EX9["cap_watts"])
+        lambda chip, power: rl.power_capped_flops_per_s(chip, _ex9_gemm().intensity, EX9["cap_watts"], power=power)
     ),
 }
 
@@ -432,7 +433,9 @@ LETTERS = {
     "gemv_under_cap": lambda: (
         "B"
         if _ex9_gemv_draw() < EX9["cap_watts"]
-        and _k5_priced(lambda chip: rl.power_capped_flops_per_s(chip, _ex9_gemv().intensity, EX9["cap_watts"]))
+        and _k5_priced(
+            lambda chip, power: rl.power_capped_flops_per_s(chip, _ex9_gemv().intensity, EX9["cap_watts"], power=power)
+        )
         == rl.Roof(EX9["bf16_flops_per_s"], EX9["hbm_bytes_per_s"], "K5").attainable_flops_per_s(_ex9_gemv().intensity)
         else "?"
     ),
@@ -572,8 +575,9 @@ def _library_joules_per_token(n_params, kv_bytes_per_token, batch, context_len, 
     )  # refuses 0 B/s
     figures = (accelerator["static_watts"], accelerator["joules_per_flop"], accelerator["joules_per_byte"])
     flops = rl.training_flops_per_token(n_params, convention="6N") / 3 * batch  # the forward's 2N per token
-    with _priced(chip, 1e9, *figures):  # the TDP is not a term of a kernel's energy
-        return rl.kernel_energy(chip, flops, n_params * 2 + batch * context_len * kv_bytes_per_token).joules / batch
+    power = _figures(chip, 1e9, *figures)  # the TDP is not a term of a kernel's energy
+    bytes_moved = n_params * 2 + batch * context_len * kv_bytes_per_token
+    return rl.kernel_energy(chip, flops, bytes_moved, power=power).joules / batch
 
 
 @pytest.mark.parametrize("seed", [K.PRACTICE_SEED, 1, 2])

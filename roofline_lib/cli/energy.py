@@ -5,7 +5,9 @@ token, the GPU's average power, tokens per second, dollars per million tokens at
 (the registry's dated price, or ``--price``) and kg CO2e per million tokens at the grid intensity
 ``--grid`` gives (no default: the grid is where the power is drawn). ``--cap`` runs every step
 under a power cap. A batch that does not fit says so before any price: the first line names the
-smallest such batch and why, and its row begins DOES NOT FIT.
+smallest such batch and why, and its row begins DOES NOT FIT. A GPU the energy registry lacks (a
+B200) is priced from its datasheet's figures, ``--tdp W --idle W --hbm-pj-per-bit PJ``, all three
+together (:func:`~roofline_lib.workloads.energy.power_figures`); the table's header says so.
 """
 
 from __future__ import annotations
@@ -25,20 +27,37 @@ _FLAGS = {
     "gpu": "--gpu",
     "hardware": "--gpu",
     "bytes_per_param": "--bytes-per-param",
+    "tdp_watts": "--tdp",
+    "idle_watts": "--idle",
+    "hbm_pj_per_bit": "--hbm-pj-per-bit",
     "cfg": "MODEL",
 }
+
+#: The power figures a reader may give for a GPU, as (argument, flag and unit); all three or none.
+_POWER_FLAGS = (("tdp", "--tdp W"), ("idle", "--idle W"), ("hbm_pj_per_bit", "--hbm-pj-per-bit PJ"))
+_BITS_PER_BYTE = 8
 
 
 def add(sub) -> None:
     p = subcommand(sub, "energy", "a model's decode energy on one GPU: J/token, W, $/M tokens and kg CO2e/M tokens")
     p.add_argument("model", metavar="MODEL", help="a shipped model (llama-3-8b) or a Hugging Face config.json")
-    p.add_argument("--gpu", required=True, action=Once, help="a registry GPU with power figures, such as H100")
+    p.add_argument(
+        "--gpu",
+        required=True,
+        action=Once,
+        help="a registry GPU, such as H100 (see --tdp for one without power figures)",
+    )
     p.add_argument("--batch", required=True, action=Once, help="batches to price, comma-separated: 1,8,64")
     p.add_argument("--context", type=int, required=True, action=Once, help="tokens each sequence attends to")
     p.add_argument("--cap", type=float, action=Once, help="a power cap in watts (default: none)")
     p.add_argument("--price", type=float, action=Once, help="US dollars per GPU-hour (default: the registry's)")
     p.add_argument("--grid", type=float, action=Once, help="grid intensity in g CO2e per kWh (no default)")
     p.add_argument("--bytes-per-param", type=float, default=2, action=Once, help="weight width (default 2: bf16)")
+    p.add_argument("--tdp", type=float, action=Once, help="the GPU's TDP in watts (with --idle and --hbm-pj-per-bit)")
+    p.add_argument("--idle", type=float, action=Once, help="the GPU's static power in watts, a process holding it idle")
+    p.add_argument(
+        "--hbm-pj-per-bit", type=float, action=Once, help="the GPU's HBM access energy in picojoules per bit"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.set_defaults(run=run)
 
@@ -74,12 +93,40 @@ def _price(args, gpu):
     return price.dollars_per_hour, f"{price.source}, {price.date}"
 
 
-def _row(server, batch: int, context: int, cap, price, grid) -> dict:
+def _power(args, gpu):
+    """The GPU's power figures: those given on the command line (all three flags), else the registry's."""
+    from ..core.checks import _positive
+    from ..core.hardware import registry
+    from ..workloads.energy import gpus_with_power, power_figures, power_spec
+
+    missing = [flag for dest, flag in _POWER_FLAGS if getattr(args, dest) is None]
+    if len(missing) == len(_POWER_FLAGS):
+        if gpu.key not in gpus_with_power():
+            have = ", ".join(registry()[k].name for k in gpus_with_power())
+            raise UsageError(
+                f"--gpu: gpu {gpu.name!r} has no power and energy figures in the registry: give its --tdp W, "
+                f"--idle W and --hbm-pj-per-bit PJ (GPUs that have them: {have})"
+            )
+        return power_spec(gpu)
+    if missing:
+        given = [flag.split()[0] for dest, flag in _POWER_FLAGS if getattr(args, dest) is not None]
+        raise UsageError(
+            f"{' and '.join(given)} given without {' and '.join(missing)}: the power figures go together, all three"
+        )
+    try:
+        pj = _positive(args.hbm_pj_per_bit, "hbm_pj_per_bit", "picojoules per bit", allow_zero=True)
+        joules_per_byte = pj * 1e-12 * _BITS_PER_BYTE
+        return power_figures(gpu, tdp_watts=args.tdp, idle_watts=args.idle, joules_per_hbm_byte=joules_per_byte)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(_flag_of(str(exc))) from exc
+
+
+def _row(server, batch: int, context: int, cap, price, grid, power) -> dict:
     """One batch's decode step: energy, power, rate, money and carbon."""
     from ..workloads.energy import decode_energy
     from ..workloads.energy_cost import cost_per_million_tokens, emissions_kg
 
-    e = decode_energy(server, batch, context, cap_watts=cap)
+    e = decode_energy(server, batch, context, cap_watts=cap, power=power)
     tokens_per_s = e.tokens / e.seconds
     return {
         "batch": batch,
@@ -103,7 +150,6 @@ def _setup(args):
     from ..core.checks import _positive
     from ..core.hardware import as_gpu
     from ..models.transformer import TransformerConfig
-    from ..workloads.energy import power_spec
     from ..workloads.serving import serving_server
     from .model import load
 
@@ -113,9 +159,9 @@ def _setup(args):
         raise UsageError(f"MODEL {args.model}: the energy model prices transformers; this is a {type(cfg).__name__}")
     try:
         gpu = as_gpu(args.gpu)
-        power = power_spec(gpu)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"--gpu: {exc}") from exc
+    power = _power(args, gpu)
     try:
         grid = (
             None
@@ -134,7 +180,7 @@ def run(args) -> int:
 
     cfg, gpu, power, server, batches, price, price_source, grid = _setup(args)
     try:
-        rows = [_row(server, b, args.context, args.cap, price, grid) for b in batches]
+        rows = [_row(server, b, args.context, args.cap, price, grid, power) for b in batches]
     except (TypeError, ValueError) as exc:
         raise UsageError(_flag_of(str(exc))) from exc
     out = {
@@ -146,6 +192,7 @@ def run(args) -> int:
         "price_source": price_source,
         "grid_g_per_kwh": grid,
         "power": dict(power.sources),
+        "power_given": args.tdp is not None,  # the figures came from --tdp, --idle and --hbm-pj-per-bit
         "rows": rows,
     }
     if args.json:
@@ -159,6 +206,11 @@ def run(args) -> int:
     print(
         f"{cfg.name} on the {gpu.name}, decode at {args.context:,} tokens of context{cap} (at the roof, no overheads)"
     )
+    if args.tdp is not None:
+        print(
+            f"  power figures given on the command line: TDP {power_text(power.tdp_watts)}, idle "
+            f"{power_text(power.idle_watts)}, HBM {args.hbm_pj_per_bit:g} pJ/bit (joules per FLOP derived from the TDP)"
+        )
     print(
         f"  {'fit':<12} {'batch':>6} {'J/token':>9} {'power':>8} {'tokens/s':>10} {'$/M tokens':>11} {'kg CO2e/M':>10}"
     )

@@ -13,7 +13,9 @@ energy per FLOP, so it is derived by :func:`joules_per_flop_at_tdp`: a GEMM at t
 at the compute peak and the full bandwidth at once, draws the whole TDP.
 
 On that: :func:`power_spec` (a GPU's figures; :func:`gpus_with_power` lists the GPUs that have
-them), :func:`kernel_energy`, :func:`judge_energy` (a measured energy against the model's),
+them; :func:`power_figures` takes a card's figures from its datasheet, and every function that
+takes a ``gpu`` or a ``server`` prices with them when given ``power=``), :func:`kernel_energy`,
+:func:`judge_energy` (a measured energy against the model's),
 :func:`energy_ridge` (the intensity where FLOPs and bytes cost the same energy),
 :func:`power_capped_flops_per_s` and :func:`power_cap_window` (a power cap as one more ceiling),
 and :func:`step_energy`, :func:`decode_energy`, :func:`prefill_energy`,
@@ -55,6 +57,7 @@ from .serving import (
 __all__ = [
     "PowerSpec",
     "power_spec",
+    "power_figures",
     "gpus_with_power",
     "joules_per_flop_at_tdp",
     "KernelEnergy",
@@ -107,7 +110,9 @@ class PowerSpec:
     """One GPU's power and energy figures, SI: watts, joules per FLOP (by precision) and per byte.
 
     ``joules_per_flop`` is derived (:func:`joules_per_flop_at_tdp`), every other figure is read
-    from the registry; ``sources`` says where each came from and when.
+    from the registry (:func:`power_spec`) or given by the caller (:func:`power_figures`);
+    ``sources`` says where each came from and when. ``joules_per_link_byte`` is None where no
+    figure was given.
     """
 
     gpu_name: str
@@ -115,7 +120,7 @@ class PowerSpec:
     idle_watts: float
     joules_per_flop: Mapping[str, float]
     joules_per_hbm_byte: float
-    joules_per_link_byte: float
+    joules_per_link_byte: float | None
     sources: Mapping[str, str]
 
     def flop_joules(self, precision: str = "bf16") -> float:
@@ -157,7 +162,7 @@ def joules_per_flop_at_tdp(tdp_watts, idle_watts, peak_flops_per_s, hbm_bytes_pe
 def gpus_with_power() -> tuple[str, ...]:
     """The registry keys of every GPU with power and energy figures, in the GPU registry's order.
 
-    >>> "h100" in gpus_with_power()
+    >>> "h100-sxm" in gpus_with_power()
     True
     """
     return tuple(key for key in registry() if key in _GPU_ENERGY)
@@ -173,30 +178,34 @@ def _record(spec: GPUSpec) -> dict:
     return _GPU_ENERGY[spec.key]
 
 
-@functools.lru_cache(maxsize=64)
-def _power_of(key: str) -> PowerSpec:
-    """:class:`PowerSpec` of the registry GPU ``key`` (cached: a serving sweep asks it every step)."""
-    spec = registry()[key]
-    record = _GPU_ENERGY[key]
-    tdp, idle, e_byte, e_link = (si(record[n], f"{_DATA_FILE}, GPU {key!r}, {n}") for n in _FIGURES)
+def _derived(spec: GPUSpec, tdp, idle, e_byte, e_link, sources: dict) -> PowerSpec:
+    """Step: a :class:`PowerSpec` of ``spec`` from its watts and joules per byte, the joules per FLOP
+    derived for every precision it has (:func:`joules_per_flop_at_tdp`, which checks the figures)."""
     per_flop = {
         p: joules_per_flop_at_tdp(tdp, idle, spec.peak_flops_per_s(p), spec.hbm_bytes_per_s, e_byte)
         for p in spec.precisions
     }
-    sources = {n: _dated(record[n], n) for n in _FIGURES}
     sources["joules_per_flop"] = (
         "derived by joules_per_flop_at_tdp: (tdp_watts - idle_watts - HBM bandwidth * joules_per_hbm_byte) / "
-        f"dense peak, with the peaks and bandwidth of the GPU registry ({spec.source})"
+        f"dense peak, with the peaks and bandwidth of the {spec.name} ({spec.source})"
     )
     return PowerSpec(
         gpu_name=spec.name,
-        tdp_watts=tdp,
-        idle_watts=idle,
+        tdp_watts=float(tdp),
+        idle_watts=float(idle),
         joules_per_flop=MappingProxyType(per_flop),
-        joules_per_hbm_byte=e_byte,
-        joules_per_link_byte=e_link,
+        joules_per_hbm_byte=float(e_byte),
+        joules_per_link_byte=None if e_link is None else float(e_link),
         sources=MappingProxyType(sources),
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _power_of(key: str) -> PowerSpec:
+    """:class:`PowerSpec` of the registry GPU ``key`` (cached: a serving sweep asks it every step)."""
+    record = _GPU_ENERGY[key]
+    tdp, idle, e_byte, e_link = (si(record[n], f"{_DATA_FILE}, GPU {key!r}, {n}") for n in _FIGURES)
+    return _derived(registry()[key], tdp, idle, e_byte, e_link, {n: _dated(record[n], n) for n in _FIGURES})
 
 
 def power_spec(gpu) -> PowerSpec:
@@ -208,6 +217,51 @@ def power_spec(gpu) -> PowerSpec:
     spec = as_gpu(gpu)
     _record(spec)  # refuses a GPU without figures, naming those with them
     return _power_of(spec.key)
+
+
+def power_figures(gpu, *, tdp_watts, idle_watts, joules_per_hbm_byte, joules_per_link_byte=None) -> PowerSpec:
+    """The power figures of a card the energy registry lacks, as its datasheet prints them; SI units.
+
+    ``gpu`` is a registry name or a :class:`GPUSpec` (:func:`~roofline_lib.core.hardware.accelerator`
+    describes a chip the registry lacks): its dense peaks and HBM bandwidth derive the joules per
+    FLOP (:func:`joules_per_flop_at_tdp`). Watts and joules per byte in (a datasheet's pJ/bit is
+    ``pj * 1e-12 * 8`` joules per byte); ``joules_per_link_byte`` is None where none is printed.
+    Hand the result to any energy function as ``power=``:
+
+    >>> p = power_figures("H100", tdp_watts=700, idle_watts=100, joules_per_hbm_byte=50e-12)
+    >>> round(p.flop_joules("bf16") * 1e12, 3)  # (700 - 100 - 3.35e12 * 50e-12) / 989.5e12, pJ
+    0.437
+    """
+    spec = as_gpu(gpu)
+    e_link = (
+        None
+        if joules_per_link_byte is None
+        else _positive(joules_per_link_byte, "joules_per_link_byte", "joules per byte", allow_zero=True)
+    )
+    sources = {n: "given by the caller" for n in _FIGURES}
+    if e_link is None:
+        sources["joules_per_link_byte"] = "not given"
+    return _derived(spec, tdp_watts, idle_watts, joules_per_hbm_byte, e_link, sources)
+
+
+def _checked_power(power, device_name: str, param: str) -> PowerSpec:
+    """``power`` if it is a :class:`PowerSpec` of the card named ``device_name``; else a refusal naming ``power``."""
+    if not isinstance(power, PowerSpec):
+        raise TypeError(
+            "power must be a PowerSpec (rl.power_figures(gpu, tdp_watts=..., idle_watts=..., "
+            f"joules_per_hbm_byte=...)), got {type(power).__name__} {power!r}"
+        )
+    if power.gpu_name != device_name:
+        raise ValueError(
+            f"power holds the figures of the {power.gpu_name}, not of the {device_name} ({param}): "
+            "figures of another card; build them for this one with rl.power_figures"
+        )
+    return power
+
+
+def _gpu_power(spec: GPUSpec, power: PowerSpec | None) -> PowerSpec:
+    """The one place a GPU's figures are chosen: ``power`` (checked) if given, else the registry's."""
+    return power_spec(spec) if power is None else _checked_power(power, spec.name, "gpu")
 
 
 # --------------------------------------------------------------------------- a kernel
@@ -243,16 +297,19 @@ def _shares(flop_joules: float, byte_joules: float, static_joules: float) -> str
     return f"{flop_joules / total:.0%} FLOPs, {byte_joules / total:.0%} HBM bytes, {static_joules / total:.0%} static"
 
 
-def kernel_energy(gpu, flops, bytes_moved, seconds: float | None = None, precision="bf16") -> KernelEnergy:
+def kernel_energy(
+    gpu, flops, bytes_moved, seconds: float | None = None, precision="bf16", *, power: PowerSpec | None = None
+) -> KernelEnergy:
     """The energy of a kernel of ``flops`` and ``bytes_moved`` (HBM) on ``gpu`` in ``precision``.
 
     ``seconds`` is its measured time; ``None`` prices it at the roof, ``max(flops / peak,
     bytes / bandwidth)``, the fastest it can run and so its least static energy. A measured time
     faster than the roof allows is refused as the plausibility guard refuses any such measurement
-    (:class:`~roofline_lib.core.roofline.ImplausibleMeasurement`).
+    (:class:`~roofline_lib.core.roofline.ImplausibleMeasurement`). ``power`` is the card's figures
+    (:func:`power_figures`); None reads the registry's (:func:`power_spec`).
     """
     spec = as_gpu(gpu)
-    power = power_spec(spec)
+    power = _gpu_power(spec, power)
     e_flop = power.flop_joules(precision)
     f = _positive(flops, "flops", "FLOP", allow_zero=True)
     b = _positive(bytes_moved, "bytes_moved", "bytes", allow_zero=True)
@@ -309,7 +366,9 @@ class EnergyJudgement:
         return text if self.plausible else "IMPLAUSIBLE: " + "; ".join(self.flags) + ". " + text
 
 
-def judge_energy(gpu, flops, bytes_moved, seconds, joules, precision="bf16") -> EnergyJudgement:
+def judge_energy(
+    gpu, flops, bytes_moved, seconds, joules, precision="bf16", *, power: PowerSpec | None = None
+) -> EnergyJudgement:
     """A measured ``joules`` for a kernel of ``flops`` and ``bytes_moved`` that took ``seconds`` on ``gpu``.
 
     The model is :func:`kernel_energy` at the measured time (which refuses a time faster than
@@ -317,10 +376,10 @@ def judge_energy(gpu, flops, bytes_moved, seconds, joules, precision="bf16") -> 
     (:data:`~roofline_lib.core.roofline.PLAUSIBILITY_TOLERANCE`), an average power above the
     GPU's TDP (a counter that counted more than this GPU, or the wrong seconds) and joules below
     the model's FLOP and byte energy with no static power at all (a counter that missed work, or
-    joules per FLOP too high for this GPU).
+    joules per FLOP too high for this GPU). ``power`` as for :func:`kernel_energy`.
     """
-    model = kernel_energy(gpu, flops, bytes_moved, seconds, precision)
-    power = power_spec(gpu)
+    power = _gpu_power(as_gpu(gpu), power)
+    model = kernel_energy(gpu, flops, bytes_moved, seconds, precision, power=power)
     measured = _positive(joules, "joules", "joules")
     watts, floor = measured / model.seconds, model.flop_joules + model.byte_joules
     flags = []
@@ -335,13 +394,14 @@ def judge_energy(gpu, flops, bytes_moved, seconds, joules, precision="bf16") -> 
     return EnergyJudgement(power.gpu_name, measured, model.seconds, model, power.tdp_watts, tuple(flags))
 
 
-def energy_ridge(gpu, precision="bf16") -> float:
+def energy_ridge(gpu, precision="bf16", *, power: PowerSpec | None = None) -> float:
     """The intensity (FLOP/byte) where a kernel's FLOPs and its HBM bytes cost the same energy.
 
     ``joules_per_hbm_byte / joules_per_flop``: below it the bytes cost more joules than the FLOPs.
     Compare the time ridge, :func:`~roofline_lib.core.roofline.ridge_point` (peak / bandwidth).
+    ``power`` as for :func:`kernel_energy`.
     """
-    power = power_spec(gpu)
+    power = _gpu_power(as_gpu(gpu), power)
     return power.joules_per_hbm_byte / power.flop_joules(precision)
 
 
@@ -359,7 +419,7 @@ def _cap(cap_watts, power: PowerSpec) -> float:
     return cap
 
 
-def power_capped_flops_per_s(gpu, intensity, cap_watts, precision="bf16"):
+def power_capped_flops_per_s(gpu, intensity, cap_watts, precision="bf16", *, power: PowerSpec | None = None):
     """The attainable FLOP/s of a kernel of ``intensity`` (FLOP/byte) under a power cap of ``cap_watts``.
 
     At rate ``R`` the GPU draws ``idle + R * e_flop + (R / intensity) * e_byte``. Where that is
@@ -369,9 +429,10 @@ def power_capped_flops_per_s(gpu, intensity, cap_watts, precision="bf16"):
         R = (cap_watts - idle_watts) / (e_flop + e_byte / intensity)
 
     The smaller of the two is the answer. ``intensity`` may be a numpy array (for plotting).
+    ``power`` as for :func:`kernel_energy`.
     """
     spec = as_gpu(gpu)
-    power = power_spec(spec)
+    power = _gpu_power(spec, power)
     e_flop, e_byte = power.flop_joules(precision), power.joules_per_hbm_byte
     cap = _cap(cap_watts, power)
     if isinstance(intensity, np.ndarray):
@@ -405,7 +466,7 @@ class CapWindow:
         )
 
 
-def power_cap_window(gpu, cap_watts, precision="bf16") -> CapWindow:
+def power_cap_window(gpu, cap_watts, precision="bf16", *, power: PowerSpec | None = None) -> CapWindow:
     """Where a power cap lowers the attainable FLOP/s: the window of intensities around the ridge.
 
     The power at the roofline rate rises along the memory roof (more FLOPs per byte at the full
@@ -416,9 +477,10 @@ def power_cap_window(gpu, cap_watts, precision="bf16") -> CapWindow:
         high = peak * e_byte / (cap - idle - peak * e_flop)                 (None if the cap is below idle + peak * e_flop)
 
     A cap at or above the TDP never binds and is refused, as is one at or below the static power.
+    ``power`` as for :func:`kernel_energy`.
     """
     spec = as_gpu(gpu)
-    power = power_spec(spec)
+    power = _gpu_power(spec, power)
     e_flop, e_byte = power.flop_joules(precision), power.joules_per_hbm_byte
     cap = _cap(cap_watts, power)
     if cap >= power.tdp_watts:
@@ -472,12 +534,20 @@ class TokenEnergy:
         return self.fit.first(text)
 
 
-def _server_power(server: Server) -> PowerSpec:
-    """The power figures of the GPU ``server`` runs on; a server on a bare roof has none."""
+def _server_power(server: Server, power: PowerSpec | None, param: str = "server") -> PowerSpec:
+    """The one place a server's figures are chosen: ``power`` (checked against the GPU ``server`` runs
+    on) if given, else the registry's; a server on a bare roof has none of its own."""
+    if power is not None:
+        return _checked_power(power, server.device, param)
     if not server.device_name:
         raise ValueError(
             f"server runs on {server.roof.label}, not a registry GPU: its power is unknown "
             "(build it with rl.serving_server(cfg, 'H100'))"
+        )
+    if server.device_name not in {spec.name for spec in registry().values()}:  # a chip the reader described
+        raise ValueError(
+            f"{param} runs on the {server.device_name}, which has no power and energy figures in the registry: "
+            "give them as power=rl.power_figures(gpu, tdp_watts=..., idle_watts=..., joules_per_hbm_byte=...)"
         )
     return power_spec(server.device_name)
 
@@ -493,7 +563,9 @@ def _capped_seconds(step: StepTime, dynamic_joules: float, power: PowerSpec, cap
     return max(step.roof_seconds, dynamic_joules / (cap - power.idle_watts)) + step.overhead_seconds
 
 
-def step_energy(server: Server, step: StepTime, cap_watts: float | None = None) -> TokenEnergy:
+def step_energy(
+    server: Server, step: StepTime, cap_watts: float | None = None, *, power: PowerSpec | None = None
+) -> TokenEnergy:
     """The energy of one priced serving step (:func:`~roofline_lib.workloads.serving.step_time` and kin) on ``server``.
 
     FLOPs at the joules per FLOP of the server's own compute roof (:func:`joules_per_flop_at_tdp`
@@ -502,15 +574,19 @@ def step_energy(server: Server, step: StepTime, cap_watts: float | None = None) 
     ``cap_watts`` caps the GPU's power: a step that would draw more runs longer
     (:func:`_capped_seconds`) and pays static power for the longer time. The model has no voltage
     scaling, so a cap never lowers the dynamic joules (a real GPU's lower clock runs at a lower
-    voltage and saves some).
+    voltage and saves some). ``power`` is the GPU's figures (:func:`power_figures`); None reads the
+    registry's.
     """
     server = _as_server(server)
     if not isinstance(step, StepTime):
         raise TypeError(f"step must be a StepTime (rl.decode_step(server, ...)), got {type(step).__name__} {step!r}")
-    power = _server_power(server)
-    bandwidth = as_gpu(server.device_name).hbm_bytes_per_s
-    e_flop = joules_per_flop_at_tdp(
-        power.tdp_watts, power.idle_watts, server.roof.peak_flops_per_s, bandwidth, power.joules_per_hbm_byte
+    power = _server_power(server, power)
+    e_flop = joules_per_flop_at_tdp(  # the server's roof is its GPU's dense peak and HBM bandwidth
+        power.tdp_watts,
+        power.idle_watts,
+        server.roof.peak_flops_per_s,
+        server.roof.bytes_per_s,
+        power.joules_per_hbm_byte,
     )
     flop_j = step.flops * e_flop
     byte_j = step.bytes_moved * power.joules_per_hbm_byte
@@ -533,37 +609,43 @@ def step_energy(server: Server, step: StepTime, cap_watts: float | None = None) 
     )
 
 
-def decode_energy(server: Server, batch, context_len, *, cap_watts: float | None = None) -> TokenEnergy:
+def decode_energy(
+    server: Server, batch, context_len, *, cap_watts: float | None = None, power: PowerSpec | None = None
+) -> TokenEnergy:
     """Joules per token of one decode step: ``batch`` sequences, each attending to ``context_len`` keys.
 
     The weights are read once for the whole batch, so their energy per token falls as 1 / batch;
     the KV cache and the FLOPs grow with it, and static power is paid for the step's time.
-    ``cap_watts`` caps the GPU's power (see :func:`step_energy`).
+    ``cap_watts`` caps the GPU's power and ``power`` gives its figures (see :func:`step_energy`).
     """
-    return step_energy(server, decode_step(server, batch, context_len), cap_watts)
+    return step_energy(server, decode_step(server, batch, context_len), cap_watts, power=power)
 
 
-def prefill_energy(server: Server, prompt_len, batch=1, *, cap_watts: float | None = None) -> TokenEnergy:
+def prefill_energy(
+    server: Server, prompt_len, batch=1, *, cap_watts: float | None = None, power: PowerSpec | None = None
+) -> TokenEnergy:
     """Joules per prompt token of prefilling ``batch`` prompts of ``prompt_len`` tokens in one step,
-    under a power cap of ``cap_watts`` if given (see :func:`step_energy`)."""
-    return step_energy(server, prefill_step(server, prompt_len, batch=batch), cap_watts)
+    under a power cap of ``cap_watts`` if given, with the figures ``power`` (see :func:`step_energy`)."""
+    return step_energy(server, prefill_step(server, prompt_len, batch=batch), cap_watts, power=power)
 
 
-def request_energy(server: Server, batch, prompt_len, output_len, *, cap_watts: float | None = None) -> TokenEnergy:
+def request_energy(
+    server: Server, batch, prompt_len, output_len, *, cap_watts: float | None = None, power: PowerSpec | None = None
+) -> TokenEnergy:
     """Joules per output token with ``batch`` requests always in flight, each ``prompt_len`` + ``output_len`` tokens.
 
     Per request: its prefill (a step of its own) and ``output_len`` decode tokens, each a
     ``1 / batch`` share of a decode step at the mean context ``prompt_len + output_len // 2``
     (:func:`~roofline_lib.workloads.serving.steady_state`'s). Exactly the continuous policy's steady
     state; the other policies arrange the same work into other steps. ``fit`` is the steady
-    state's: ``batch`` requests at their full length.
+    state's: ``batch`` requests at their full length. ``cap_watts`` and ``power`` as for :func:`step_energy`.
     """
     server = _as_server(server)
     b = _positive_int(batch, "batch", "sequences")
     p = _positive_int(prompt_len, "prompt_len", "tokens")
     o = _positive_int(output_len, "output_len", "tokens")
-    decode = decode_energy(server, b, p + o // 2, cap_watts=cap_watts)
-    prefill = prefill_energy(server, p, cap_watts=cap_watts)
+    decode = decode_energy(server, b, p + o // 2, cap_watts=cap_watts, power=power)
+    prefill = prefill_energy(server, p, cap_watts=cap_watts, power=power)
     share = o / b  # one request's share of the decode steps: o tokens of b per step
     parts = [prefill.flop_joules + share * decode.flop_joules, prefill.byte_joules + share * decode.byte_joules]
     static = prefill.static_joules + share * decode.static_joules
@@ -630,7 +712,9 @@ class SpeculativeEnergy:
         return self.fit.first(text)
 
 
-def speculative_energy(target: Server, draft: Server, batch, context_len, alpha, gamma) -> SpeculativeEnergy:
+def speculative_energy(
+    target: Server, draft: Server, batch, context_len, alpha, gamma, *, power: PowerSpec | None = None
+) -> SpeculativeEnergy:
     """Joules per token of speculative decoding: ``draft`` proposes ``gamma`` tokens that ``target`` checks.
 
     Built on :func:`~roofline_lib.workloads.serving.speculative_decoding`'s step, each part priced
@@ -641,20 +725,23 @@ def speculative_energy(target: Server, draft: Server, batch, context_len, alpha,
         per token = (drafts + check) / (batch * expected tokens per sequence)
 
     The check computes all ``gamma + 1`` tokens and keeps only the accepted ones, so the
-    rejected tokens' FLOPs are paid for in full.
+    rejected tokens' FLOPs are paid for in full. The target and the draft share one GPU, so one
+    ``power`` (:func:`power_figures`) prices both; None reads the registry's.
     """
     target, draft = _as_server(target, "target"), _as_server(draft, "draft")
+    for server, param in ((target, "target"), (draft, "draft")) if power is not None else ():
+        _server_power(server, power, param)  # one GPU: the figures must be both servers' card's
     speculation = speculative_decoding(target, draft, batch, context_len, alpha, gamma)
     b, c, g = speculation.batch, int(context_len), speculation.gamma
-    draft_step = decode_energy(draft, b, c)
-    check = step_energy(target, step_time(target, [Chunk(g + 1, c - 1, g + 1)] * b))  # gamma + 1 tokens each
+    draft_step = decode_energy(draft, b, c, power=power)
+    check = step_energy(target, step_time(target, [Chunk(g + 1, c - 1, g + 1)] * b), power=power)  # gamma + 1 each
     drafts = g * draft_step.joules
     per_token = (drafts + check.joules) / (b * speculation.expected_tokens)
     return SpeculativeEnergy(
         speculation=speculation,
         draft=draft_step,
         check=check,
-        plain=decode_energy(target, b, c),
+        plain=decode_energy(target, b, c, power=power),
         draft_joules=drafts,
         check_joules=check.joules,
         joules_per_token=per_token,
