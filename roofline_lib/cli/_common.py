@@ -1,4 +1,4 @@
-"""What every ``roofline`` command shares: exit codes, the two reported errors, output-path checks."""
+"""What every ``roofline`` command shares: exit codes, the two reported errors, output-path checks, and reading a model, a GPU and a GPU-hour price from the command line."""
 
 from __future__ import annotations
 
@@ -77,3 +77,51 @@ def print_err(message: str) -> None:
 def subcommand(sub, name: str, help: str) -> argparse.ArgumentParser:
     """One subcommand's parser, with the exit codes and examples in its --help."""
     return sub.add_parser(name, help=help, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def transformer_model(model: str, priced_by: str):
+    """The TransformerConfig of ``MODEL`` (a shipped name or a ``config.json``); a usage error for
+    anything else (a state-space model) naming what ``priced_by`` (the planner, ...) prices."""
+    from ..models.transformer import TransformerConfig
+    from .model import load
+
+    cfg = load(model)[0]
+    if not isinstance(cfg, TransformerConfig):
+        raise UsageError(f"MODEL {model}: {priced_by} prices transformers; this is a {type(cfg).__name__}")
+    return cfg
+
+
+def registry_gpu(name: str):
+    """The registry GPU ``--gpu`` names; a usage error naming the flag otherwise."""
+    from ..core.hardware import as_gpu
+
+    try:
+        return as_gpu(name)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--gpu: {exc}") from exc
+
+
+def gpu_hour_price(price_arg, gpu) -> dict:
+    """The GPU-hour price a command uses: ``--price``, else the registry's dated one, else none (and why).
+
+    ``{"dollars_per_gpu_hour", "source", "detail", "date"}``; a price given on the command line has
+    the source ``--price`` and no detail or date, and a GPU with no price on record has no dollars
+    and a source that says what to give.
+    """
+    from ..core.checks import _positive
+    from ..workloads.energy_cost import gpu_hour_price as listed
+
+    if price_arg is not None:
+        dollars = _positive(price_arg, "dollars_per_hour", "US dollars per GPU-hour", allow_zero=True)
+        return {"dollars_per_gpu_hour": dollars, "source": "--price", "detail": None, "date": None}
+    try:
+        price = listed(gpu)
+    except ValueError:
+        why = f"no GPU-hour price on record for the {gpu.name}: give --price"
+        return {"dollars_per_gpu_hour": None, "source": why, "detail": None, "date": None}
+    return {
+        "dollars_per_gpu_hour": price.dollars_per_hour,
+        "source": price.source,
+        "detail": price.detail,
+        "date": price.date,
+    }

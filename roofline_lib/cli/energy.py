@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import EXIT_OK, Once, UsageError, subcommand
+from ._common import EXIT_OK, Once, UsageError, gpu_hour_price, registry_gpu, subcommand, transformer_model
 
 ORDER = 47  # its place in ``roofline --help``, after serve
 
@@ -80,17 +80,11 @@ def _batches(text: str) -> list[int]:
 
 
 def _price(args, gpu):
-    """(dollars per GPU-hour, where it comes from), or (None, why not)."""
-    from ..core.checks import _positive
-    from ..workloads.energy_cost import gpu_hour_price
-
-    if args.price is not None:
-        return _positive(args.price, "dollars_per_hour", "US dollars per GPU-hour", allow_zero=True), "--price"
-    try:
-        price = gpu_hour_price(gpu)
-    except ValueError:
-        return None, f"no GPU-hour price on record for the {gpu.name}: give --price"
-    return price.dollars_per_hour, f"{price.source}, {price.date}"
+    """(dollars per GPU-hour, where it comes from), or (None, why not): :func:`._common.gpu_hour_price`."""
+    price = gpu_hour_price(args.price, gpu)
+    if price["date"] is not None:
+        return price["dollars_per_gpu_hour"], f"{price['source']}, {price['date']}"
+    return price["dollars_per_gpu_hour"], price["source"]
 
 
 def _power(args, gpu):
@@ -148,19 +142,11 @@ def _row(server, batch: int, context: int, cap, price, grid, power) -> dict:
 def _setup(args):
     """The server and the checked inputs; every refusal names its flag."""
     from ..core.checks import _positive
-    from ..core.hardware import as_gpu
-    from ..models.transformer import TransformerConfig
     from ..workloads.serving import serving_server
-    from .model import load
 
     batches = _batches(args.batch)
-    cfg = load(args.model)[0]
-    if not isinstance(cfg, TransformerConfig):
-        raise UsageError(f"MODEL {args.model}: the energy model prices transformers; this is a {type(cfg).__name__}")
-    try:
-        gpu = as_gpu(args.gpu)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"--gpu: {exc}") from exc
+    cfg = transformer_model(args.model, "the energy model")
+    gpu = registry_gpu(args.gpu)
     power = _power(args, gpu)
     try:
         grid = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import EXIT_OK, Once, UsageError, output_path, subcommand
+from ._common import EXIT_OK, Once, UsageError, output_path, subcommand, transformer_model
 
 ORDER = 45  # its place in ``roofline --help``
 
@@ -183,17 +183,12 @@ def _priced(args, cfg, c):
 
 
 def run(args) -> int:
-    from ..models.transformer import TransformerConfig
     from ..workloads.parallel import cluster
 
     plot = output_path(args.plot, "--plot", _PLOT_SUFFIXES)
     if args.top < 1:
         raise UsageError(f"--top: top must be a whole number of layouts of at least 1, got {args.top}")
-    from .model import load
-
-    cfg = load(args.model)[0]
-    if not isinstance(cfg, TransformerConfig):
-        raise UsageError(f"MODEL {args.model}: the planner prices transformers; this is a {type(cfg).__name__}")
+    cfg = transformer_model(args.model, "the planner")
     try:
         c = cluster(args.node, args.gpus)
     except (TypeError, ValueError) as exc:

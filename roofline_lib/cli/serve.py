@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from ._common import EXIT_OK, Once, UsageError, output_path, subcommand
+from ._common import EXIT_OK, Once, UsageError, gpu_hour_price, output_path, registry_gpu, subcommand, transformer_model
 
 ORDER = 46  # its place in ``roofline --help``, after plan
 
@@ -72,22 +72,12 @@ def _point(p, money: dict) -> dict:
 
 
 def _price(price_arg, gpu) -> dict:
-    """The GPU-hour price the table uses: ``--price``, else the registry's dated one, else none (and why)."""
-    from ..core.checks import _positive
-    from ..workloads.energy_cost import gpu_hour_price
-
-    if price_arg is not None:
-        dollars = _positive(price_arg, "dollars_per_hour", "US dollars per GPU-hour", allow_zero=True)
-        return {"dollars_per_gpu_hour": dollars, "source": "--price", "date": None}
-    try:
-        price = gpu_hour_price(gpu)
-    except ValueError:
-        return {"dollars_per_gpu_hour": None, "source": f"no GPU-hour price on record for the {gpu.name}: give --price"}
-    return {
-        "dollars_per_gpu_hour": price.dollars_per_hour,
-        "source": f"{price.source} ({price.detail})",
-        "date": price.date,
-    }
+    """The GPU-hour price the table uses (:func:`._common.gpu_hour_price`), its detail in its source."""
+    price = gpu_hour_price(price_arg, gpu)
+    detail = price.pop("detail")
+    if detail:
+        price["source"] = f"{price['source']} ({detail})"
+    return price
 
 
 def _money(server, point, request: dict, price: dict) -> dict:
@@ -177,7 +167,6 @@ def _print_power_note(gpu) -> None:
 def run(args) -> int:
     from ..core.checks import _positive
     from ..core.formatting import seconds
-    from ..models.transformer import TransformerConfig
     from ..workloads import serving
 
     plot = output_path(args.plot, "--plot", _PLOT_SUFFIXES)
@@ -189,17 +178,8 @@ def run(args) -> int:
     policies = serving.POLICIES if args.policy == "all" else (args.policy,)
     if args.policy != "all" and args.policy not in serving.POLICIES:
         raise UsageError(f"--policy: policy must be all or one of {', '.join(serving.POLICIES)}, got {args.policy!r}")
-    from .model import load
-
-    cfg = load(args.model)[0]
-    if not isinstance(cfg, TransformerConfig):
-        raise UsageError(f"MODEL {args.model}: the serving model prices transformers; this is a {type(cfg).__name__}")
-    from ..core.hardware import as_gpu
-
-    try:
-        gpu = as_gpu(args.gpu)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"--gpu: {exc}") from exc
+    cfg = transformer_model(args.model, "the serving model")
+    gpu = registry_gpu(args.gpu)
     request = {"prompt_len": args.prompt_len, "output_len": args.output_len, "chunk_tokens": args.chunk_tokens}
     try:
         price = _price(args.price, gpu)
