@@ -59,6 +59,8 @@ PLACEHOLDERS = re.compile(r"\{glue|\{eval\}|prose\[|\{code-cell\}|:::\{|```\{")
 STDERR = '[data-mime-type="application/vnd.jupyter.stderr"]'
 AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"  # vendored, test-only (its README says whence)
 CONSOLE_ERRORS: list[str] = []  # what the browser's console logged as an error, in this session's Lab
+EVERY_CELL = "none"  # the test's windowing: every cell drawn at once
+LAB_DEFAULT_WINDOWING = "full"  # JupyterLab 4's default: only the cells in view are drawn
 
 
 # axe-core on the notebook's cells, the course's content, less Lab's own chrome in them: the code
@@ -106,12 +108,13 @@ def lab(tmp_path_factory):
     if (ROOT / "_build" / "prose").is_dir():  # what the last book build quoted, shown before Run All
         shutil.copytree(ROOT / "_build" / "prose", root / "_build" / "prose")
     home = tmp_path_factory.mktemp("jupyter-home")
-    # This reader's own setting: draw every cell, not only those in view, so the test sees them all.
-    # "defer" draws them all, the ones out of view in idle time; "none" draws them all at once, but
-    # then Lab scrolls to a link's cell before the cells above it are drawn, and misses it.
+    # This reader's own setting: draw every cell at once, not only those in view, so the test sees
+    # them all. ("defer" draws the ones out of view in idle time, measuring each as it goes: the
+    # pages took twice as long to open.) The links followed to their entry are followed with Lab's
+    # default, as most readers have it (`reader_windowing`).
     tracker = home / "user-settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
-    tracker.write_text('{"windowingMode": "defer"}')
+    tracker.write_text(json.dumps({"windowingMode": EVERY_CELL}))
     env = dict(
         os.environ,
         JUPYTER_CONFIG_DIR=str(home / "config"),
@@ -202,6 +205,7 @@ def app(browser, lab):
     page.goto(f"{lab['base']}/lab/workspaces/{secrets.token_hex(4)}/tree/{CHAPTER}?reset&token={lab['token']}")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=60_000)
     page.evaluate("async () => { await jupyterapp.started; await jupyterapp.restored; }")  # its commands are in
+    widget_at(page, CHAPTER)  # the chapter the URL names is open (else it came to the front later, over a test's page)
     yield page, boot_problems
     context.close()
 
@@ -219,9 +223,27 @@ def widget_at(page, path: str, timeout_ms: int = 60_000) -> str:
     return handle.json_value()
 
 
+# Until nothing in a panel's cells has changed for 300 ms (at most 10 s): jupyterlab-myst draws a cell
+# again as the cells around it are drawn (a reference resolves), so a cell that shows its text may
+# still be drawing (JavaScript, in the page).
+_SETTLED = """id => new Promise(resolve => {
+    const cells = document.getElementById(id)?.querySelector('.jp-Notebook');
+    if (!cells) return resolve();
+    let quiet;
+    const done = () => { observer.disconnect(); clearTimeout(quiet); clearTimeout(cap); resolve(); };
+    const observer = new MutationObserver(() => { clearTimeout(quiet); quiet = setTimeout(done, 300); });
+    observer.observe(cells, {subtree: true, childList: true, characterData: true});
+    quiet = setTimeout(done, 300);
+    const cap = setTimeout(done, 10000);
+})"""
+
+
 def close_widget(page, widget_id: str) -> None:
-    """Close a document in the test's Lab once its kernel is up, and shut that kernel down (a panel
-    disposed while its kernel still started made Lab's toolbar read a session that was gone)."""
+    """Close a document in the test's Lab once its kernel is up and every Markdown cell it shows is
+    drawn, and shut that kernel down (a panel disposed while its kernel still started made Lab's
+    toolbar read a session that was gone; one disposed while jupyterlab-myst still drew a cell that
+    had come into view logged "Failed to render" on the console)."""
+    page.evaluate(_SETTLED, widget_id)
     page.evaluate(
         f"""async id => {{
         const w = ({_WIDGET})('id', id);
@@ -662,16 +684,17 @@ def wait_drawn(page, lab, widget_id: str, path: str) -> None:
 _READ_ONLY = "{shouldStart: false, canStart: false}"
 
 
-def open_page(app, lab, path: str) -> str:
-    """Open ``path`` as from the file browser, without a kernel, wait until it is drawn, return its
-    panel's id."""
+def open_page(app, lab, path: str, *, every_cell: bool = True) -> str:
+    """Open ``path`` as from the file browser, without a kernel, wait until it is drawn (every cell,
+    or with Lab's default windowing the panel), return its panel's id."""
     page, _ = app
     widget_id = page.evaluate(
         "async p => (await jupyterapp.commands.execute('docmanager:open',"
         f" {{path: p, factory: 'Notebook', kernelPreference: {_READ_ONLY}}})).id",
         path,
     )
-    wait_drawn(page, lab, widget_id, path)
+    if every_cell:
+        wait_drawn(page, lab, widget_id, path)
     page.evaluate("id => jupyterapp.shell.activateById(id)", widget_id)  # in front, as a reader has it
     page.locator(f'[id="{widget_id}"]').wait_for(state="visible", timeout=10_000)
     return widget_id
@@ -737,30 +760,69 @@ LANDINGS = (
 )
 
 
+#: Set a windowing mode on both notebook factories a page opens with (Lab's own, which the tests
+#: open pages with, and jupytext's, which a clicked link to a Markdown file opens with), as Lab's
+#: settings do; answers the mode it replaced.
+_SET_WINDOWING = """mode => {
+    let before;
+    for (const name of ['Notebook', 'Jupytext Notebook']) {
+        const factory = jupyterapp.docRegistry.getWidgetFactory(name);
+        before = factory.notebookConfig.windowingMode;
+        factory.notebookConfig = {...factory.notebookConfig, windowingMode: mode};
+    }
+    return before;
+}"""
+
+
+@pytest.fixture
+def reader_windowing(app):
+    """Lab's default windowing while the test runs: only the cells in view are drawn, as a reader
+    who never changed the setting has it."""
+    page, _ = app
+    before = page.evaluate(_SET_WINDOWING, LAB_DEFAULT_WINDOWING)
+    yield
+    page.evaluate(_SET_WINDOWING, before)
+
+
+# A reader scrolls to the first paragraph that links to ``name`` (JavaScript, in the page).
+_SCROLL_TO_LINK = """async ([id, name]) => {
+    const w = [...jupyterapp.shell.widgets('main')].find(x => x.id === id);
+    await w.context.ready;
+    const i = w.content.widgets.findIndex(c => c.model.type === 'markdown' && c.model.sharedModel.getSource().includes(name));
+    if (i < 0) return false;
+    await w.content.scrollToItem(i, 'center');
+    return true;
+}"""
+
+
+@pytest.mark.usefixtures("reader_windowing")
 @pytest.mark.parametrize(("path", "target"), LANDINGS, ids=("citation", "term", "section"))
 def test_a_link_opens_its_page_with_its_entry_in_view(app, lab, path, target):
     page, _ = app
     first_error = len(CONSOLE_ERRORS)
-    widget_id = open_page(app, lab, path)
+    widget_id = open_page(app, lab, path, every_cell=False)
     target_id = None
     try:
+        assert page.evaluate(_SCROLL_TO_LINK, [widget_id, Path(target).name]), f"{path} never links to {target}"
         link = page.locator(f'[id="{widget_id}"] .jp-MarkdownCell .myst a[href*="/files/{target}"]:visible').first
         href = link.get_attribute("href")
         cell = _CELL_LINK.search(href)["cell"]
         link.click()
         target_id = widget_at(page, target, timeout_ms=30_000)
-        # in view: the entry's cell starts in the upper half of the page it opened, and stays there
-        # once the cells above it are drawn
+        # in view: the entry's cell lies wholly inside the page it opened (Lab centres it), and is
+        # still there once the cells around it are drawn and measured.
+        # (Lab then shows it as its source: scrolling to a cell activates it, which focuses its
+        # editor and so unrenders a Markdown cell. That is JupyterLab's setFragment, not the course's
+        # links; the closing notes of issue 34 describe it.)
         in_view = """([id, cell]) => {
             const w = [...jupyterapp.shell.widgets('main')].find(x => x.id === id);
             const c = w && w.isVisible && w.content.widgets.find(x => x.model.id === cell);
-            if (!c) return false;
+            if (!c || !c.node.isConnected) return false;
             const r = c.node.getBoundingClientRect(), v = w.content.node.getBoundingClientRect();
-            return r.height > 0 && r.top >= v.top - 2 && r.top < v.top + v.height / 2;
+            return r.height > 0 && r.top >= v.top - 2 && r.bottom <= v.bottom + 2;
         }"""
-        page.wait_for_function(in_view, arg=[target_id, cell], timeout=20_000)
-        wait_drawn(page, lab, target_id, target)  # every cell above it drawn too: it must still be in view
-        time.sleep(0.5)
+        page.wait_for_function(in_view, arg=[target_id, cell], timeout=20_000, polling=100)
+        page.evaluate(_SETTLED, target_id)
         assert page.evaluate(in_view, [target_id, cell]), f"{target}: the cell {cell!r} scrolled out of view"
         errors = CONSOLE_ERRORS[first_error:]
         assert not errors, "the console logged errors:\n" + "\n".join(errors[:5])
