@@ -239,16 +239,25 @@ _SETTLED = """id => new Promise(resolve => {
 
 
 def close_widget(page, widget_id: str) -> None:
-    """Close a document in the test's Lab once its kernel is up and every Markdown cell it shows is
-    drawn, and shut that kernel down (a panel disposed while its kernel still started made Lab's
-    toolbar read a session that was gone; one disposed while jupyterlab-myst still drew a cell that
-    had come into view logged "Failed to render" on the console)."""
+    """Close a document in the test's Lab once its kernel is up and has made its subshells, and
+    every Markdown cell it shows is drawn, and shut that kernel down. (A panel disposed while its
+    kernel still started made Lab's toolbar read a session that was gone; a kernel shut down before
+    it answered the subshell Lab asks for each comm target, ipywidgets' among them, left the error
+    "Canceled future for create_subshell_request" on the page; one disposed while jupyterlab-myst
+    still drew a cell that had come into view logged "Failed to render" on the console.)"""
     page.evaluate(_SETTLED, widget_id)
     page.evaluate(
         f"""async id => {{
         const w = ({_WIDGET})('id', id);
         if (!w) return;
         await w.sessionContext.ready;
+        const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
+        if (kernel) {{  // its subshells created first (read in its private table of open requests, at most 5 s)
+            await kernel.info;
+            const asking = () => [...(kernel._futures || new Map()).values()]
+                .some(f => f.msg && f.msg.header.msg_type === 'create_subshell_request');
+            for (let i = 0; i < 100 && asking(); i++) await new Promise(done => setTimeout(done, 50));
+        }}
         await w.sessionContext.shutdown();
         w.dispose();
     }}""",
