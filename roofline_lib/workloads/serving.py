@@ -249,10 +249,22 @@ def _flop_parts(cfg: TransformerConfig) -> tuple[float, float, float]:
     return f.fwd_per_token - f.scores_total - f.unembed, f.scores_total, f.unembed
 
 
-@functools.lru_cache(maxsize=4096)
-def _kv_held(cfg: TransformerConfig, context: int, kv_bytes_per_elem: float) -> float:
+@functools.lru_cache(maxsize=64)
+def _kv_table(cfg: TransformerConfig, kv_bytes_per_elem: float) -> dict[int, float]:
+    """KV bytes one sequence holds, by its context, filled as contexts are asked for: one table per
+    model and width, looked up once a step (hashing the config for every running request of every
+    step was a fifth of a simulation)."""
+    return {}
+
+
+def _kv_held_of(table: dict[int, float], cfg: TransformerConfig, context: int, kv_bytes_per_elem: float) -> float:
     """KV bytes one sequence of ``context`` tokens holds (windowed layers keep their window)."""
-    return cfg.kv_cache_bytes(context, kv_bytes_per_elem, 1)
+    held = table.get(context)
+    if held is None:
+        if len(table) >= 1 << 16:  # a long search over many contexts: start the table afresh
+            table.clear()
+        held = table[context] = cfg.kv_cache_bytes(context, kv_bytes_per_elem, 1)
+    return held
 
 
 def server_fit(server: Server, contexts, new_tokens: int, logits_rows: int) -> Fit:
@@ -287,10 +299,16 @@ def server_fit(server: Server, contexts, new_tokens: int, logits_rows: int) -> F
 
 def _held(server: Server, contexts, new_tokens: int, logits_rows: int) -> tuple[float, float, int]:
     """Step: (KV bytes held, activation bytes, longest context) of a step over ``contexts`` pairs."""
-    cfg = server.cfg
-    kv = sum(n * _kv_held(cfg, c, server.kv_bytes_per_elem) for c, n in contexts)
+    cfg, width = server.cfg, server.kv_bytes_per_elem
+    table = _kv_table(cfg, width)
+    kv, longest = 0, 0
+    for c, n in contexts:  # in order: the same float sum as sum() over the pairs
+        held = table.get(c)
+        kv += n * (_kv_held_of(table, cfg, c, width) if held is None else held)
+        if c > longest:
+            longest = c
     per_token, per_row = _activation_parts(cfg)
-    return kv, new_tokens * per_token + logits_rows * per_row, max(c for c, _ in contexts)
+    return kv, new_tokens * per_token + logits_rows * per_row, longest
 
 
 def _counts(server: Server, groups) -> tuple[int, int, float, float, float]:
@@ -298,12 +316,17 @@ def _counts(server: Server, groups) -> tuple[int, int, float, float, float]:
     cfg = server.cfg
     window = cfg.sliding_window
     body, per_key, unembed = _flop_parts(cfg)
-    new_tokens = sum(c.tokens * n for c, n in groups)
-    keys = sum(_keys(c.tokens, c.offset, window) * n for c, n in groups)
-    rows = sum(c.logits * n for c, n in groups)
+    new_tokens = keys = rows = cached = 0  # whole numbers: one pass over the groups (a step's hot loop)
+    for c, n in groups:
+        new_tokens += c.tokens * n
+        if window is None:  # _keys without a window, inline
+            keys += (c.tokens * c.offset + c.tokens * (c.tokens + 1) // 2) * n
+        else:
+            keys += _keys(c.tokens, c.offset, window) * n
+        rows += c.logits * n
+        cached += (c.offset if window is None else min(c.offset, window - 1)) * n  # + itself
     flops = new_tokens * body + keys * per_key + rows * unembed
     weights = _weights_read(cfg, new_tokens, server.bytes_per_param)
-    cached = sum((c.offset if window is None else min(c.offset, window - 1)) * n for c, n in groups)  # + itself
     kv = (cached + new_tokens) * server.kv_bytes_per_token  # read the cache before, write the new tokens
     return new_tokens, rows, flops, weights, kv
 
