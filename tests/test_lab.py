@@ -594,9 +594,12 @@ def test_links_work_and_an_unedited_save_changes_nothing(app, lab, path):
     # jupyterlab-myst resolved no {cite}, {term} or {doc}: a reader saw raw keys, href="#" links
     # and raw paths. The chapters now link as plain relative Markdown (tools/lab_links.py), which
     # Lab turns into links that open the page; and saving a chapter unedited must not change it.
+    first_error = len(CONSOLE_ERRORS)
     nb = Notebook(app, lab, path)
     try:
         _assert_a_notebook_with_a_kernel(nb, path)
+        if path in EVERY_PAGE:  # the checks every page gets, on this one opened with its kernel
+            check_drawn_page(app, lab, nb.id, path, first_error)
         nb.wait_for_rendered_markdown()
         time.sleep(1.0)
         # Lab filled the language_info jupytext never stores with a placeholder, and that alone
@@ -728,35 +731,47 @@ def _hrefs(app, widget_id: str) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("path", EVERY_PAGE)
+def check_drawn_page(app, lab, widget_id: str, path: str, first_error: int) -> None:
+    """A page drawn in Lab: no placeholder left, each link to a place names a cell of its page, the
+    glossary and the references list whole, and no console error since ``first_error``."""
+    page, _ = app
+    wait_drawn(page, lab, widget_id, path)
+    panel = page.locator(f'[id="{widget_id}"]')
+    prose = "\n".join(panel.locator(".jp-MarkdownCell .myst").all_text_contents())
+    left = PLACEHOLDERS.search(prose)
+    assert not left, f"{path} shows {prose[left.start() : left.start() + 60]!r}"
+    places = [h for h in _hrefs(app, widget_id) if _PLACE_HREF.search(h)]
+    unnamed = [h for h in places if not _CELL_LINK.search(h)]
+    assert not unnamed, f"{path}: links to a place that Lab would open at the top: {unnamed[:3]}"
+    missing = []
+    for href in places:
+        m = _CELL_LINK.search(href)
+        if m["cell"] not in _cell_ids(app, m["path"]):
+            missing.append(f"{m['path']}#{m['cell']}")
+    assert not missing, f"{path}: links to cells that are not there: {sorted(set(missing))[:5]}"
+    if path.startswith("notebooks/"):
+        assert places, f"{path} links to no glossary term, reference or section"
+    if path == "book/glossary.md":  # each term a term over its definition, not run into it
+        terms = panel.locator(".jp-MarkdownCell .myst dl > dt")
+        assert terms.count() == len(re.findall(r"^\(term-", (ROOT / path).read_text(encoding="utf-8"), re.M))
+    if path == "book/references.md":  # the list itself, one entry per key of the bibliography
+        keys = re.findall(r"^@\w+\{", (ROOT / "references.bib").read_text(encoding="utf-8"), re.M)
+        assert panel.locator(".jp-MarkdownCell .myst dl > dt").count() == len(keys)
+    errors = CONSOLE_ERRORS[first_error:]
+    assert not errors, f"{path}: the console logged errors while it opened:\n" + "\n".join(errors[:5])
+
+
+#: The pages test_links_work_and_an_unedited_save_changes_nothing opens (with a kernel) and checks so.
+OPENED_WITH_A_KERNEL = tuple(p for p in EVERY_PAGE if p in LINKED)
+
+
+@pytest.mark.parametrize("path", [p for p in EVERY_PAGE if p not in OPENED_WITH_A_KERNEL])
 def test_every_page_is_drawn_and_each_link_to_a_place_names_a_cell_there(app, lab, path):
     page, _ = app
     first_error = len(CONSOLE_ERRORS)
-    widget_id = open_page(app, lab, path)
+    widget_id = open_page(app, lab, path, every_cell=False)  # check_drawn_page waits until it is drawn
     try:
-        panel = page.locator(f'[id="{widget_id}"]')
-        prose = "\n".join(panel.locator(".jp-MarkdownCell .myst").all_text_contents())
-        left = PLACEHOLDERS.search(prose)
-        assert not left, f"{path} shows {prose[left.start() : left.start() + 60]!r}"
-        places = [h for h in _hrefs(app, widget_id) if _PLACE_HREF.search(h)]
-        unnamed = [h for h in places if not _CELL_LINK.search(h)]
-        assert not unnamed, f"{path}: links to a place that Lab would open at the top: {unnamed[:3]}"
-        missing = []
-        for href in places:
-            m = _CELL_LINK.search(href)
-            if m["cell"] not in _cell_ids(app, m["path"]):
-                missing.append(f"{m['path']}#{m['cell']}")
-        assert not missing, f"{path}: links to cells that are not there: {sorted(set(missing))[:5]}"
-        if path.startswith("notebooks/"):
-            assert places, f"{path} links to no glossary term, reference or section"
-        if path == "book/glossary.md":  # each term a term over its definition, not run into it
-            terms = panel.locator(".jp-MarkdownCell .myst dl > dt")
-            assert terms.count() == len(re.findall(r"^\(term-", (ROOT / path).read_text(encoding="utf-8"), re.M))
-        if path == "book/references.md":  # the list itself, one entry per key of the bibliography
-            keys = re.findall(r"^@\w+\{", (ROOT / "references.bib").read_text(encoding="utf-8"), re.M)
-            assert panel.locator(".jp-MarkdownCell .myst dl > dt").count() == len(keys)
-        errors = CONSOLE_ERRORS[first_error:]
-        assert not errors, f"{path}: the console logged errors while it opened:\n" + "\n".join(errors[:5])
+        check_drawn_page(app, lab, widget_id, path, first_error)
     finally:
         close_widget(page, widget_id)
 
