@@ -224,9 +224,10 @@ site-test: $(BOOK_OK) browser
 lab-test: $(STAMP) $(LAB_SETTINGS) browser
 	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_lab.py -q
 
-# Both browser tests, side by side: each spends much of its time waiting (on chromium, on the Jupyter
-# server), so on 2 cores the pair took 88 to 99 s, against about 125 s one after the other. One test process
-# per file; `make browser-tests JOBS=1` runs them one after the other.
+# Both browser tests, side by side: each leaves gaps while it waits (on chromium, on the Jupyter
+# server), so on 2 cores the pair took 101 to 104 s, against about 130 s one after the other (site
+# 63 s, Lab 65-70 s alone). One test process per file; `make browser-tests JOBS=1` runs them one
+# after the other.
 browser-tests: $(BOOK_OK) $(LAB_SETTINGS) browser
 	$(call begin_part,browser-tests)
 	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_site.py tests/test_lab.py -q $(if $(XDIST),-n 2 --dist loadfile)
