@@ -34,7 +34,7 @@ define print_parts
 @if [ -f $(TIMES)/log ]; then echo "==> $(1), seconds per part:"; cat $(TIMES)/log; rm -f $(TIMES)/log; fi
 endef
 
-.PHONY: help install install-sandbox lock browser book test times-afresh lint unit nbval build-strict site-test lab-test browser-tests record lab serve grade gpu-check fake-gpu clean
+.PHONY: help install install-sandbox lock browser book test times-afresh lint unit nbval build-strict site-test lab-test browser-tests record lab serve grade gpu-check fake-gpu fake-gpu+nbval clean
 
 help:
 	@echo "make book        install if needed, execute every chapter, build the site into $(BUILD)"
@@ -74,6 +74,11 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	@# A few files in third-party test folders do not compile; they are never imported.
 	@$(PY) -m compileall -q -j 0 $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') >/dev/null || true
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (roofline course)" >/dev/null
+	@# The tests' bytecode as well: pytest rewrites each test module's asserts and caches the result
+	@# in tests/__pycache__. With nothing cached, each of `make unit`'s test processes rewrote every
+	@# module itself (some 5 s of CPU each, with four at once); collecting once here caches them all.
+	@# (A test module that does not import fails in `make test`, not here.)
+	@$(PY) -m pytest --collect-only -q tests >/dev/null 2>&1 || true
 	$(call end_part,install)
 	@touch $@
 
@@ -199,18 +204,33 @@ RECORDED := $(patsubst tests/records/%.ipynb,%.md,$(shell find tests/records -na
 # A notebook's cells run in order in one kernel, so each notebook stays whole on one worker.
 # A kernel silent for 30 s at start is replaced (conftest.py); one starts in ~1 s.
 NBVAL = $(PY) -m pytest --nbval-current-env --nbval-kernel-startup-timeout 30 -q
-# The solutions and the recorded chapters run side by side (neither times anything): 8 s, not 10.
-# Each run's output is printed whole once both are done.
-NBVAL_LOGS := _build/.nbval
+NBVAL_SOLUTIONS = $(NBVAL) $(1) --nbval-lax solutions
+# What the recorded run compares, for the progress line.
+RECORDED_SAID = $(if $(RECORDED), and$(COMMA) strictly$(COMMA) $(RECORDED))
+COMMA := ,
+NBVAL_RECORDED = $(if $(RECORDED),$(NBVAL) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(RECORDED),true)
+
+# $(call side_by_side,NAME,COMMAND,NAME,COMMAND): both commands at once (one after the other on a
+# single core), each one's output printed whole once both are done; fails if either failed.
+SIDE_LOGS := _build/.side
+define side_by_side
+@mkdir -p $(SIDE_LOGS); rc=0; \
+if [ "$$(nproc 2>/dev/null || echo 1)" -ge 2 ]; then \
+  ( $(2) ) > $(SIDE_LOGS)/$(1).log 2>&1 & first=$$!; \
+  ( $(4) ) > $(SIDE_LOGS)/$(3).log 2>&1 || rc=1; \
+  wait $$first || rc=1; \
+else \
+  ( $(2) ) > $(SIDE_LOGS)/$(1).log 2>&1 || rc=1; \
+  ( $(4) ) > $(SIDE_LOGS)/$(3).log 2>&1 || rc=1; \
+fi; \
+for log in $(1) $(3); do echo "==> $$log"; cat $(SIDE_LOGS)/$$log.log; done; exit $$rc
+endef
+
+# The solutions and the recorded chapters side by side (neither times anything): 8 s, not 10.
 nbval: $(STAMP)
 	$(call begin_part,nbval)
-	@mkdir -p $(NBVAL_LOGS)
-	@echo "==> nbval: the solutions$(if $(RECORDED), and, strictly, $(RECORDED)), side by side"
-	@rc=0; \
-	$(NBVAL) $(XDIST) $(if $(XDIST),--dist loadfile) --nbval-lax solutions > $(NBVAL_LOGS)/solutions.log 2>&1 & sol=$$!; \
-	$(if $(RECORDED),$(NBVAL) --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg $(RECORDED) > $(NBVAL_LOGS)/recorded.log 2>&1 || rc=1;) \
-	wait $$sol || rc=1; \
-	cat $(NBVAL_LOGS)/solutions.log $(if $(RECORDED),$(NBVAL_LOGS)/recorded.log); exit $$rc
+	@echo "==> nbval: the solutions$(RECORDED_SAID), side by side"
+	$(call side_by_side,solutions,$(call NBVAL_SOLUTIONS,$(XDIST) $(if $(XDIST),--dist loadfile)),recorded,$(NBVAL_RECORDED))
 	$(call end_part,nbval)
 
 build-strict: $(BOOK_OK)
@@ -234,7 +254,7 @@ browser-tests: $(BOOK_OK) $(LAB_SETTINGS) browser
 	$(call end_part,browser-tests)
 
 # The parts in order (the browser tests read the site build-strict wrote); run serially.
-TEST_PARTS := lint unit nbval build-strict fake-gpu browser-tests
+TEST_PARTS := lint unit build-strict fake-gpu+nbval browser-tests
 test: times-afresh $(TEST_PARTS)
 	$(call print_parts,make test)
 	@echo "==> make test: all parts passed ($(TEST_PARTS))"
@@ -268,13 +288,23 @@ gpu-check: $(STAMP)
 # The GPU path without a GPU: every chapter under nbval with a simulated H200 in each kernel
 # (tests/fakegpu, inert unless ROOFLINE_FAKE_GPU is set); no CPU work may meet a GPU roof. The
 # exercises import neither torch nor anything that does, so they have no GPU path (a unit test checks).
-# The chapters that judge timings against roofs read on this CPU run one at a time (two at once
-# would skew each other's roofs), in one process; the others one at a time in a second process
-# beside them (tests/test_fake_gpu_chapters.py), as the book build runs its pages.
+# The chapters that judge timings against roofs read on this CPU ("live") run one at a time (two at
+# once would skew each other's roofs), in one process; the others ("quiet") one at a time in a second
+# process beside them (tests/test_fake_gpu_chapters.py), as the book build runs its pages.
+FAKE_GPU = ROOFLINE_FAKE_GPU_NOTEBOOKS=1 $(PY) -m pytest tests/test_fake_gpu_chapters.py -q -k
 fake-gpu: $(STAMP)
 	$(call begin_part,fake-gpu)
-	ROOFLINE_FAKE_GPU_NOTEBOOKS=1 $(PY) -m pytest tests/test_fake_gpu_chapters.py -q -k every_chapter
+	$(call side_by_side,fake-gpu-live,$(FAKE_GPU) "every_chapter and live",fake-gpu-quiet,$(FAKE_GPU) "every_chapter and quiet")
 	$(call end_part,fake-gpu)
+
+# `make test` runs fake-gpu and nbval as one part: the quiet chapters take about half as long as
+# the live ones, and nbval's notebooks (which time nothing) run after them, in the same process,
+# while the live chapters still run: on 2 cores 51 s, against 63 s one part after the other.
+fake-gpu+nbval: $(STAMP)
+	$(call begin_part,fake-gpu+nbval)
+	@echo "==> fake-gpu, the live chapters; beside them the quiet chapters, then nbval: the solutions$(RECORDED_SAID)"
+	$(call side_by_side,fake-gpu-live,$(FAKE_GPU) "every_chapter and live",fake-gpu-quiet+nbval,rc=0; $(FAKE_GPU) "every_chapter and quiet" || rc=1; $(call NBVAL_SOLUTIONS,) || rc=1; $(NBVAL_RECORDED) || rc=1; exit $$rc)
+	$(call end_part,fake-gpu+nbval)
 
 clean:
 	rm -rf _build .jupyter_cache

@@ -113,18 +113,21 @@ function evaluateCases(X, cases) {
 }
 """
 
+# One node process per test process: it reads one JSON list of cases per line and answers each
+# with one line (starting node for every call cost about 80 ms of CPU, some 8 s over this module).
 _NODE_MAIN = (
     _EVALUATE
     + """
-const fs = require("fs"), vm = require("vm");
+const fs = require("fs"), vm = require("vm"), readline = require("readline");
 const sandbox = { console: console };
 sandbox.window = sandbox;  // the page's `window` is the global object, as in a browser
 vm.createContext(sandbox);
 for (const file of process.argv.slice(1, 3)) {
   vm.runInContext(fs.readFileSync(file, "utf8"), sandbox, { filename: file });
 }
-const cases = JSON.parse(fs.readFileSync(0, "utf8"));
-process.stdout.write(JSON.stringify(evaluateCases(sandbox.RooflineExplorer, cases)));
+readline.createInterface({ input: process.stdin }).on("line", line => {
+  process.stdout.write(JSON.stringify(evaluateCases(sandbox.RooflineExplorer, JSON.parse(line))) + "\\n");
+});
 """
 )
 
@@ -136,23 +139,36 @@ def registry_js(tmp_path_factory) -> Path:
     return write_registry_js(tmp_path_factory.mktemp("site") / "roofline-registry.js")
 
 
-def _run_in_node(registry_js: Path, cases: list) -> list:
-    proc = subprocess.run(
-        ["node", "-e", _NODE_MAIN, str(registry_js), str(EXPLORER_JS)],
-        input=json.dumps(cases),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+class _Node:
+    """The explorer's JavaScript loaded once in a node process that answers one line per call."""
+
+    def __init__(self, registry_js: Path):
+        self.proc = subprocess.Popen(
+            ["node", "-e", _NODE_MAIN, str(registry_js), str(EXPLORER_JS)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def __call__(self, cases: list) -> list:
+        self.proc.stdin.write(json.dumps(cases) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, f"node exited ({self.proc.wait(timeout=10)}): {self.proc.stderr.read()}"
+        return json.loads(line)
+
+    def close(self):
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=10) == 0, self.proc.stderr.read()
 
 
 @pytest.fixture(scope="session")
 def run_js(registry_js):
     if shutil.which("node"):
-        yield lambda cases: _run_in_node(registry_js, cases)
+        node = _Node(registry_js)
+        yield node
+        node.close()
         return
     if not Path(CHROMIUM).exists():
         pytest.skip(
