@@ -41,10 +41,11 @@ help:
 	@echo "make test        install if needed, then every part below, in this order:"
 	@echo "  make lint        ruff (lint and format check), the layer contract (lint-imports), actionlint"
 	@echo "  make unit        the library's tests (pytest tests/, CPU only)"
-	@echo "  make nbval       the solutions re-executed, and strict nbval against tests/records/"
 	@echo "  make build-strict  the book built with every chapter and exercise executed once;"
 	@echo "                   any warning, broken reference or failing cell fails"
-	@echo "  make fake-gpu    every chapter on the GPU path, with a simulated H200"
+	@echo "  make fake-gpu+nbval  fake-gpu and nbval as one part, side by side:"
+	@echo "    make fake-gpu    every chapter on the GPU path, with a simulated H200"
+	@echo "    make nbval       the solutions re-executed, and strict nbval against tests/records/"
 	@echo "  make browser-tests  site-test and lab-test, side by side:"
 	@echo "    make site-test   the built site in chromium with no network"
 	@echo "    make lab-test    a chapter and an exercise run in JupyterLab, in chromium"
@@ -259,6 +260,13 @@ test: times-afresh $(TEST_PARTS)
 	$(call print_parts,make test)
 	@echo "==> make test: all parts passed ($(TEST_PARTS))"
 
+# numpy's OpenBLAS starts a thread per core when numpy is imported, and they spin: about 0.12 s of
+# CPU in every process that imports numpy (`import numpy`, 10 runs each: 293 ms of CPU, 170 ms with
+# one thread). The book and the tests start hundreds of such processes (kernels, test workers, the
+# grader's, the CLI's) and none times numpy's linear algebra: the CPU roofs the chapters read are
+# torch's, on MKL and OpenMP, which this does not touch. `make lab` keeps numpy's default.
+book test $(TEST_PARTS) nbval fake-gpu site-test lab-test record: export OPENBLAS_NUM_THREADS = 1
+
 # A part run on its own (`make unit`) leaves its time in the list; `make test` starts a new one.
 times-afresh:
 	@rm -f $(TIMES)/log
@@ -299,7 +307,7 @@ fake-gpu: $(STAMP)
 
 # `make test` runs fake-gpu and nbval as one part: the quiet chapters take about half as long as
 # the live ones, and nbval's notebooks (which time nothing) run after them, in the same process,
-# while the live chapters still run: on 2 cores 51 s, against 63 s one part after the other.
+# while the live chapters still run: on 2 cores 54 s, against 63 s one part after the other.
 fake-gpu+nbval: $(STAMP)
 	$(call begin_part,fake-gpu+nbval)
 	@echo "==> fake-gpu, the live chapters; beside them the quiet chapters, then nbval: the solutions$(RECORDED_SAID)"

@@ -260,6 +260,11 @@ def _judge_process():
             text=True,
             bufsize=1,
             env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+            # Its own session: at shutdown ipykernel signals the children in its process group and
+            # waits until none is left, and a judge it killed stays listed (nobody reaps it), which
+            # held every exercise's shutdown about 2.4 s. The judge leaves when its stdin closes,
+            # that is when the kernel exits, however it exits.
+            start_new_session=True,
         )
     return _JUDGE
 

@@ -391,6 +391,47 @@ def test_a_practice_check_prints_one_line_and_never_raises(capsys, monkeypatch):
     assert lines[3].startswith("[ERROR]")
 
 
+def test_a_kernel_that_ran_a_check_shuts_down_at_once_and_its_judge_leaves_with_it(monkeypatch):
+    """The judge is not in the kernel's process group: ipykernel's shutdown signals the children in
+    its group and waits until none is listed, and a judge it killed stayed listed (nobody reaps it),
+    which held every exercise's shutdown about 2.4 s. The judge leaves when the kernel does."""
+    from jupyter_client.manager import start_new_kernel
+
+    monkeypatch.delenv("ROOFLINE_GRADING", raising=False)
+    km, kc = start_new_kernel(kernel_name="python3")
+    lines: list[str] = []
+    try:
+        reply = kc.execute_interactive(
+            "import os, psutil\n"
+            "from roofline_lib import observer\n"
+            'observer.check("ex2-b", {"ridge_q": 125.0})\n'
+            "judge = observer._JUDGE.pid\n"
+            "in_group = [c.pid for c in psutil.Process().children(recursive=True) if os.getpgid(c.pid) == os.getpgrp()]\n"
+            "print('JUDGE', judge, 'IN-GROUP', in_group)",
+            timeout=60,
+            output_hook=lambda msg: lines.append(msg["content"].get("text", "")),
+        )
+        assert reply["content"]["status"] == "ok", reply["content"]
+        words = "".join(lines).split()
+        assert words[0] == "[OK]" and "JUDGE" in words, lines  # the check ran, through a judge process
+        judge = int(words[words.index("JUDGE") + 1])
+        assert "".join(lines).rstrip().endswith("IN-GROUP []"), lines  # nothing for the shutdown to wait on
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(judge, 0)
+        except ProcessLookupError:
+            break
+        if Path(f"/proc/{judge}/stat").read_text().split(")")[-1].split()[0] == "Z":
+            break  # exited; its new parent has yet to reap it
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"the practice judge (pid {judge}) outlived its kernel by 10 s")
+
+
 def _flaky_kernels(deaths: int):
     """A KernelManager stand-in whose first ``deaths`` kernels die before they answer."""
     log = {"started": 0, "shut down": 0, "clients stopped": 0, "waited": []}

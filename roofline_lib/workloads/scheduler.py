@@ -197,12 +197,25 @@ class ServingRun:
         return text if self.fit is None else self.fit.first(text)
 
 
+_DECODES: dict[int, Chunk] = {}  # offset -> Chunk(1, offset): one object per offset, not one per token
+
+
+def _decode_chunk(offset: int) -> Chunk:
+    """``Chunk(1, offset)``, made once per offset (a run plans one per running request per step)."""
+    chunk = _DECODES.get(offset)
+    if chunk is None:
+        if len(_DECODES) >= 1 << 16:
+            _DECODES.clear()
+        chunk = _DECODES[offset] = Chunk(1, offset)
+    return chunk
+
+
 def _plan(policy, running, budget):
     """The (state, Chunk) pairs of the next step under ``policy``."""
     new = [s for s in running if not s.decoding]
     if policy in ("static", "continuous") and new:
         return [(s, Chunk(s.req.prompt_len - s.done, s.done, 1)) for s in new]
-    work = [(s, Chunk(1, s.req.prompt_len + s.generated - 1)) for s in running if s.decoding]
+    work = [(s, _decode_chunk(s.req.prompt_len + s.generated - 1)) for s in running if s.decoding]
     if policy == "chunked":
         room = budget - len(work)
         for s in new:
