@@ -286,6 +286,16 @@ class TransformerConfig:
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, got {type(self.name).__name__} {self.name!r}")
 
+    def __hash__(self) -> int:
+        """The hash dataclass gives (of the compared fields), computed once: the serving simulator
+        looks a config up in its caches several times a step, and hashing some 30 fields each time
+        was a tenth of its run."""
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self) if f.compare))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
     def _resolve(self, attr: str, value) -> None:
         """Store the resolved value of a field left as None (the dataclass is frozen)."""
         object.__setattr__(self, attr, value)

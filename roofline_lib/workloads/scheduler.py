@@ -116,20 +116,23 @@ def poisson_trace(n_requests, rate_per_s, prompt_len, output_len, *, seed) -> tu
 
 
 class _State:
-    __slots__ = ("req", "done", "generated", "first", "finish", "reserved", "last")
+    __slots__ = ("req", "done", "decoding", "generated", "first", "finish", "reserved", "last")
 
     def __init__(self, req: Request, prefilled: bool, last: float | None = None):
         self.req = req
         self.done = req.prompt_len if prefilled else req.cached_prefix  # prompt tokens in the cache
+        self.decoding = self.done == req.prompt_len  # the whole prompt is cached; kept by prefilled()
         self.generated = 1 if prefilled else 0
         self.first = None
         self.finish = None
         self.reserved = 0
         self.last = last  # when its latest token came out (a prefilled request: its first token's time)
 
-    @property
-    def decoding(self) -> bool:
-        return self.done == self.req.prompt_len
+    def prefilled(self, tokens: int) -> bool:
+        """``tokens`` more of the prompt are cached; whether the whole prompt now is."""
+        self.done += tokens
+        self.decoding = self.done == self.req.prompt_len
+        return self.decoding
 
 
 @dataclass(frozen=True)
@@ -212,10 +215,14 @@ def _decode_chunk(offset: int) -> Chunk:
 
 def _plan(policy, running, budget):
     """The (state, Chunk) pairs of the next step under ``policy``."""
-    new = [s for s in running if not s.decoding]
+    work, new = [], []
+    for s in running:  # one pass: a run plans tens of thousands of steps
+        if s.decoding:
+            work.append((s, _decode_chunk(s.req.prompt_len + s.generated - 1)))
+        else:
+            new.append(s)
     if policy in ("static", "continuous") and new:
         return [(s, Chunk(s.req.prompt_len - s.done, s.done, 1)) for s in new]
-    work = [(s, _decode_chunk(s.req.prompt_len + s.generated - 1)) for s in running if s.decoding]
     if policy == "chunked":
         room = budget - len(work)
         for s in new:
@@ -349,10 +356,8 @@ def _advance(work, t: float, gaps: list, first_token_only: bool) -> list:
             s.generated += 1
             gaps.append(t - s.last)
             s.last = t
-        else:
-            s.done += chunk.tokens
-            if s.decoding:
-                s.generated, s.first, s.last = 1, t, t
+        elif s.prefilled(chunk.tokens):
+            s.generated, s.first, s.last = 1, t, t
         if s.generated >= s.req.output_len or (first_token_only and s.generated == 1):
             s.finish = t
             done.append(s)

@@ -188,6 +188,11 @@ class Chunk:
             raise ValueError(
                 f"logits must be a whole number of rows from 0 to tokens ({self.tokens}), got {self.logits!r}"
             )
+        # the hash dataclass would compute on every call, once: a step groups its chunks by value
+        object.__setattr__(self, "_hash", hash((self.tokens, self.offset, self.logits)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 @dataclass(frozen=True)
