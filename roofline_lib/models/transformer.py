@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field, fields
 from types import MappingProxyType
 
 from ..core.checks import _flag, _model_params, _positive, _positive_int
+from ..core.frozen import hash_once, pickled_state, restore_state
 from ..core.ops import attention_flops, gemm_flops
 from ..core.registry_data import read_records, read_table
 
@@ -285,16 +286,14 @@ class TransformerConfig:
         self._resolve_shared_experts(experts)
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, got {type(self.name).__name__} {self.name!r}")
+        # hashed once: the serving simulator looks a config up in its caches several times a step,
+        # and hashing some 30 fields each time was a tenth of its run
+        hash_once(self)
 
     def __hash__(self) -> int:
-        """The hash dataclass gives (of the compared fields), computed once: the serving simulator
-        looks a config up in its caches several times a step, and hashing some 30 fields each time
-        was a tenth of its run."""
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in fields(self) if f.compare))
-            object.__setattr__(self, "_hash", cached)
-        return cached
+        return self._hash
+
+    __getstate__, __setstate__ = pickled_state, restore_state
 
     def _resolve(self, attr: str, value) -> None:
         """Store the resolved value of a field left as None (the dataclass is frozen)."""

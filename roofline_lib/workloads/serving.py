@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from ..core.checks import _flag, _fraction, _positive, _positive_int, _text
 from ..core.formatting import data_size, flop_count, gib, to_unit
 from ..core.formatting import seconds as seconds_text
+from ..core.frozen import hash_once, pickled_state, restore_state
 from ..core.hardware import GPUSpec
 from ..core.roofline import Roof, roof
 from ..models.transformer import TransformerConfig
@@ -188,11 +189,12 @@ class Chunk:
             raise ValueError(
                 f"logits must be a whole number of rows from 0 to tokens ({self.tokens}), got {self.logits!r}"
             )
-        # the hash dataclass would compute on every call, once: a step groups its chunks by value
-        object.__setattr__(self, "_hash", hash((self.tokens, self.offset, self.logits)))
+        hash_once(self)  # a step groups its chunks by value
 
     def __hash__(self) -> int:
         return self._hash
+
+    __getstate__, __setstate__ = pickled_state, restore_state
 
 
 @dataclass(frozen=True)
