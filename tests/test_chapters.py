@@ -19,6 +19,7 @@ planted chapters at the end, so it cannot pass by reading nothing.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 import sys
@@ -293,8 +294,6 @@ def places_links_miss(page: Path) -> list[str]:
 
     JupyterLab scrolls to a place on the page it opens only when a cell starts there (the course's
     contents manager names the cell after it); the strict build checks that the site has it."""
-    import jupytext
-
     from roofline_lib.present.lab_contents import cell_anchor
 
     missing = []
@@ -303,10 +302,30 @@ def places_links_miss(page: Path) -> list[str]:
         if not target.is_file():
             missing.append(f"{m['page']}: no such page")
             continue
-        cells = jupytext.read(target).cells
-        if m["place"] not in {cell_anchor(c.source) for c in cells if c.cell_type == "markdown"}:
+        if m["place"] not in {cell_anchor(c.source) for c in _parsed(target).cells if c.cell_type == "markdown"}:
             missing.append(f"{m['page']}#{m['place']}")
     return missing
+
+
+def _parsed(page: Path):
+    """``page`` as jupytext reads it, parsed once per version of the file: a chapter links to the
+    glossary and the references dozens of times, and parsing a page (jupytext checks every cell
+    against nbformat's schema) took 7 of the 13 CPU-seconds the unit tests spent in jupytext.
+    The checks only read what it returns."""
+    stat = page.stat()
+    return _parse(str(page), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(path: str, _mtime_ns: int, _size: int):
+    import jupytext
+
+    return jupytext.read(path)
+
+
+def _is_notebook(page: Path) -> bool:
+    """Whether ``page`` is a MyST notebook (its header names jupytext), not a plain Markdown page."""
+    return page.read_text(encoding="utf-8").startswith("---\njupytext:")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -414,12 +433,9 @@ def names_hidden_cells_lend(nb) -> list[tuple[int, list[str]]]:
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_no_hidden_cell_defines_a_name_the_visible_code_uses(page):
     # a reader copying the visible cells of chapter 4 met a NameError on n7, of chapter 2 on a100
-    import jupytext
-
-    text = page.read_text(encoding="utf-8")
-    if not text.startswith("---\njupytext:"):
+    if not _is_notebook(page):
         return  # a plain page: no code cells
-    found = names_hidden_cells_lend(jupytext.reads(text, fmt="md:myst"))
+    found = names_hidden_cells_lend(_parsed(page))
     assert not found, f"{page.name}: visible cells use names only hidden cells define: {found}"
 
 
@@ -446,12 +462,9 @@ def figure_cells_not_shown(notebook) -> list[str]:
 def test_every_figure_cell_shows_its_caption_in_jupyterlab_too(page):
     # JupyterLab reads no cell metadata: a figure's caption and alt text reach its readers only
     # through plots.show, which finds them by the cell's name
-    import jupytext
-
-    text = page.read_text(encoding="utf-8")
-    if not text.startswith("---\njupytext:"):
+    if not _is_notebook(page):
         return
-    found = figure_cells_not_shown(jupytext.reads(text, fmt="md:myst"))
+    found = figure_cells_not_shown(_parsed(page))
     assert not found, f"{page.name}: figure cells that JupyterLab would show without caption: {found}"
 
 
@@ -459,14 +472,11 @@ def test_every_figure_cell_shows_its_caption_in_jupyterlab_too(page):
 def test_a_cell_the_website_hides_shows_collapsed_in_jupyterlab(page):
     # the site drops a remove-input cell's code; Lab shows it unless jupyter.source_hidden is set,
     # and chapter 4's KV figure, chapter 6's kernel plot and three of chapter 7's cells showed theirs
-    import jupytext
-
-    text = page.read_text(encoding="utf-8")
-    if not text.startswith("---\njupytext:"):
+    if not _is_notebook(page):
         return
     open_code = [
         c.source.splitlines()[0]
-        for c in jupytext.reads(text, fmt="md:myst").cells
+        for c in _parsed(page).cells
         if "remove-input" in c.metadata.get("tags", ()) and not c.metadata.get("jupyter", {}).get("source_hidden")
     ]
     assert not open_code, f"{page.name}: cells hidden on the site but open in Lab: {open_code}"
