@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import pytest
 
@@ -29,6 +30,23 @@ def _sleep(argv=None):
     import time
 
     time.sleep(60)
+
+
+def _fail_or_wait(argv=None):
+    import json
+    import sys
+    import time
+
+    if json.loads((argv or sys.argv)[1])["rank"] == 1:
+        sys.exit(5)
+    time.sleep(60)  # as a rank waits for a peer that is gone
+
+
+def _preloaded(argv=None):
+    import os
+    import sys
+
+    print("decimal" in sys.modules, os.getppid())
 
 
 def test_the_script_is_the_functions_and_a_call_to_the_last(tmp_path):
@@ -72,3 +90,27 @@ def test_the_ranks_environment_stays_on_the_loopback_interface(monkeypatch):
     with pytest.raises(RuntimeError, match=r"no loopback network interface \('lo' or 'lo0'\) found: needed here"):
         local_ranks._loopback_env("needed here")
     assert "GLOO_SOCKET_IFNAME" not in local_ranks._loopback_env(None)  # NCCL may go on without it
+
+
+def test_a_rank_that_fails_ends_the_run_at_once_and_is_the_one_reported(tmp_path):
+    # rank 0 waits as for its peer; rank 1 fails: the launcher kills rank 0 and the failure is rank
+    # 1's, seconds before the 60 s timeout, not a timeout of rank 0
+    before = _children(os.getpid()) if sys.platform == "linux" else set()
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"rank 1 of 2 failed \(exit 5\)"):
+        local_ranks._run_local_ranks(
+            local_ranks._script(_fail_or_wait), [{"rank": 0}, {"rank": 1}], str(tmp_path), {}, 60
+        )
+    assert time.monotonic() - start < 30
+    if sys.platform == "linux":
+        assert _children(os.getpid()) <= before
+
+
+def test_the_ranks_are_forked_from_one_launcher_that_imported_the_preload(tmp_path):
+    code = local_ranks._script(_preloaded)
+    with_preload = local_ranks._run_local_ranks(code, [{}, {}], str(tmp_path), {}, 60, preload=("decimal",))
+    seen = [line.split() for line in with_preload]
+    assert [imported for imported, _ in seen] == ["True", "True"]  # imported once, before the fork
+    assert seen[0][1] == seen[1][1] != str(os.getpid())  # both children of the one launcher
+    assert [line.split()[0] for line in local_ranks._run_local_ranks(code, [{}], str(tmp_path), {}, 60)] == ["False"]
+    assert local_ranks.RANK_PRELOAD == ("torch", "torch.distributed")  # what the live runs' ranks import first

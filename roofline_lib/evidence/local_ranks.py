@@ -1,11 +1,12 @@
 """Local ranks: start ``n`` processes of one script on this machine that meet over 127.0.0.1 only.
 
 The live runs (:mod:`~roofline_lib.evidence.collectives_live`, :mod:`~roofline_lib.evidence.parallel_live`)
-send each rank a script made of a few functions' source, run as ``python -c`` with its settings
-as JSON: it imports only the standard library and torch, not roofline_lib. The ranks meet
-through a file in a fresh temporary folder (a TCPStore would listen on every interface), gloo's
-sockets are bound to the loopback interface on free ports the operating system picks, and no
-process outlives the call.
+send each rank a script made of a few functions' source, with its settings as JSON: it imports
+only the standard library and torch, not roofline_lib. One launcher process (``python -c``)
+imports torch once and forks the ranks from it, so that each does not import torch again (about
+2 CPU-seconds a rank). The ranks meet through a file in a fresh temporary folder (a TCPStore would
+listen on every interface), gloo's sockets are bound to the loopback interface on free ports the
+operating system picks, and no process outlives the call.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import inspect
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -71,74 +73,165 @@ def _join_group(cfg: dict, backend: str):
     return dist
 
 
+def _run_rank(compiled, folder: str, rank: int, cfg: dict) -> None:
+    """Rank side, in the process the launcher forked: stdout and stderr to the rank's own files,
+    ``cfg`` as its one argument, run the rank's code; exit with its status, never return."""
+    import json
+    import os
+    import sys
+    import traceback
+
+    status = 1
+    try:
+        for fd, kind in ((1, "out"), (2, "err")):
+            target = os.open(os.path.join(folder, f"rank{rank}.{kind}"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(target, fd)
+            os.close(target)
+        sys.argv = ["-c", json.dumps(cfg)]
+        exec(compiled, {"__name__": "__main__"})
+        status = 0
+    except SystemExit as stop:
+        status = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def _launch(argv=None) -> None:
+    """Launcher side: import the modules the ranks share once, then fork one process per rank.
+
+    Sent as the source of a ``python -c`` script (see :func:`_start`), so it imports what it needs
+    itself. Its one argument is JSON: the ranks' ``code``, their ``configs``, the ``folder`` for
+    their files, the modules to ``preload``. Each rank's exit is written to the ``exits`` file as it
+    happens, ``rank code`` a line; when one fails the others are killed, so that a rank that waits
+    for a peer that is gone does not hold the run until its timeout.
+    """
+    import importlib
+    import json
+    import os
+    import signal
+    import sys
+
+    job = json.loads((argv or sys.argv)[1])
+    os.environ["OMP_NUM_THREADS"] = "1"  # ranks share the machine; set before torch reads it
+    for name in job["preload"]:
+        importlib.import_module(name)
+    compiled = compile(job["code"], "<rank>", "exec")
+    pids = {}
+    for rank, cfg in enumerate(job["configs"]):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _run_rank(compiled, job["folder"], rank, cfg)
+        pids[pid] = rank
+    failed = False
+    with open(os.path.join(job["folder"], "exits"), "w") as exits:
+        while pids:
+            pid, wait_status = os.wait()
+            code = os.waitstatus_to_exitcode(wait_status)
+            exits.write(f"{pids.pop(pid)} {code}\n")
+            exits.flush()
+            if code != 0 and not failed:
+                failed = True
+                for other in pids:
+                    os.kill(other, signal.SIGKILL)
+    sys.exit(1 if failed else 0)
+
+
 def _script(*functions) -> str:
-    """The source of ``functions`` and a call to the last one: what each rank runs as ``python -c``."""
+    """The source of ``functions`` and a call to the last one: a ``python -c`` script."""
     return "\n\n".join(inspect.getsource(f) for f in functions) + f"\n{functions[-1].__name__}()\n"
 
 
-def _start(code: str, configs: list, folder: str, env: dict, procs: list) -> None:
-    """Start one process per config into ``procs``, each writing to its own files in ``folder``."""
-    for rank, cfg in enumerate(configs):
-        with open(_log(folder, rank, "out"), "w") as out, open(_log(folder, rank, "err"), "w") as err:
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-c", code, json.dumps(cfg)],
-                    env=env,
-                    stdout=out,
-                    stderr=err,
-                    stdin=subprocess.DEVNULL,
-                )
-            )
+def _start(code: str, configs: list, folder: str, env: dict, preload: tuple) -> subprocess.Popen:
+    """Start the launcher (:func:`_launch`), in a session of its own, for one rank per config."""
+    job = {"code": code, "configs": configs, "folder": folder, "preload": list(preload)}
+    with open(os.path.join(folder, "launcher.log"), "w") as log:
+        return subprocess.Popen(
+            [sys.executable, "-c", _script(_run_rank, _launch), json.dumps(job)],
+            env=env,
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its group holds the ranks: one signal reaches them all
+        )
 
 
 def _log(folder: str, rank: int, kind: str) -> str:
     return os.path.join(folder, f"rank{rank}.{kind}")
 
 
-def _wait_all(procs: list, folder: str, deadline: float, timeout: float) -> None:
-    """Wait for every rank until ``deadline``; raise for the first that is late or failed."""
-    n = len(procs)
-    for rank, p in enumerate(procs):
-        try:
-            p.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(f"rank {rank} of {n} did not finish within timeout_s = {timeout:g} seconds") from None
-        if p.returncode != 0:
+def _exits(folder: str) -> list[tuple[int, int]]:
+    """(rank, exit code) of each rank that has ended, in the order they ended."""
+    try:
+        with open(os.path.join(folder, "exits")) as f:
+            return [(int(rank), int(code)) for rank, code in (line.split() for line in f if line.strip())]
+    except FileNotFoundError:
+        return []
+
+
+def _wait_all(launcher: subprocess.Popen, n: int, folder: str, deadline: float, timeout: float) -> None:
+    """Wait for every rank until ``deadline``; raise for the first that failed, or the first that is late."""
+    try:
+        launcher.wait(timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        ended = dict(_exits(folder))
+        late = min(set(range(n)) - set(ended), default=0)
+        raise TimeoutError(f"rank {late} of {n} did not finish within timeout_s = {timeout:g} seconds") from None
+    for rank, code in _exits(folder):
+        if code != 0:  # the first to fail; the ranks killed after it come later in the file
             with open(_log(folder, rank, "err")) as err:
-                raise RuntimeError(f"rank {rank} of {n} failed (exit {p.returncode}): {err.read()[-2000:]}")
+                raise RuntimeError(f"rank {rank} of {n} failed (exit {code}): {err.read()[-2000:]}")
+    if launcher.returncode != 0:
+        with open(os.path.join(folder, "launcher.log")) as log:
+            raise RuntimeError(f"the ranks' launcher failed (exit {launcher.returncode}): {log.read()[-2000:]}")
 
 
-def _reap(procs: list) -> None:
-    """Kill what is left, then reap it."""
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            pass
+def _reap(launcher: subprocess.Popen | None) -> None:
+    """Kill what is left of the launcher's session (the launcher and its ranks), then reap the launcher."""
+    if launcher is None:
+        return
+    try:
+        os.killpg(launcher.pid, signal.SIGKILL)  # the ranks too: a rank the launcher left is still in its group
+    except ProcessLookupError:
+        pass
+    try:
+        launcher.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        pass
 
 
-def _run_local_ranks(code: str, configs: list, folder: str, env: dict, timeout: float) -> list[str]:
-    """Run ``code`` once per config as local processes (rank ``i`` gets ``configs[i]`` as JSON).
+def _run_local_ranks(
+    code: str, configs: list, folder: str, env: dict, timeout: float, preload: tuple = ()
+) -> list[str]:
+    """Run ``code`` once per config as local processes (rank ``i`` gets ``configs[i]`` as JSON),
+    forked from one launcher that has imported the modules of ``preload``.
 
     Each rank writes to files in ``folder``, not pipes (a rank that writes much can never block
     on a full pipe). Waits up to ``timeout`` seconds in all; a rank that fails raises with the
     end of its stderr, one that is late raises TimeoutError. None outlives the call: what is left
     is killed and reaped. Returns what each rank printed.
     """
-    procs: list = []
+    launcher = None
     deadline = time.monotonic() + timeout
     try:
-        _start(code, configs, folder, env, procs)
-        _wait_all(procs, folder, deadline, timeout)
+        launcher = _start(code, configs, folder, env, preload)
+        _wait_all(launcher, len(configs), folder, deadline, timeout)
         printed = []
         for rank in range(len(configs)):
             with open(_log(folder, rank, "out")) as out:
                 printed.append(out.read())
         return printed
     finally:
-        _reap(procs)
+        _reap(launcher)
+
+
+#: What every rank of a live run imports first: the launcher imports it once, before it forks.
+RANK_PRELOAD = ("torch", "torch.distributed")
 
 
 def _run_script(functions: tuple, configs: list, prefix: str, env: dict, timeout: float) -> str:
@@ -147,7 +240,8 @@ def _run_script(functions: tuple, configs: list, prefix: str, env: dict, timeout
     folder = tempfile.mkdtemp(prefix=prefix)
     store = {"store_path": os.path.join(folder, "store")}
     try:
-        printed = _run_local_ranks(_script(*functions), [{**cfg, **store} for cfg in configs], folder, env, timeout)
+        configs = [{**cfg, **store} for cfg in configs]
+        printed = _run_local_ranks(_script(*functions), configs, folder, env, timeout, preload=RANK_PRELOAD)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return printed[0].strip().splitlines()[-1]

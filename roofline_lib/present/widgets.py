@@ -774,10 +774,13 @@ def _serving_request(policy, prompt_len, output_len, chunk_tokens) -> _Request:
     )
 
 
+@functools.lru_cache(maxsize=32)
 def _frontiers(server, request: _Request):
     """The paged KV cache's capacity for ``request`` and every policy's steady frontier (batch 1, 2, 3, ...).
 
     When not one request fits (:attr:`KVCapacity.feasible` is False), the frontiers are empty.
+    Kept per (server, request), both frozen (callers only read what it returns): the serving explorers
+    on a page, and each one's GPU menu, ask for the same few, each a steady state per policy and batch.
     """
     from ..workloads import serving
 
