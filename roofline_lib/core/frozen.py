@@ -1,7 +1,7 @@
 """Frozen dataclasses hashed once: the hash dataclass makes, kept on the object and out of its pickles.
 
-A class calls :func:`hash_once` at the end of ``__post_init__``, returns ``self._hash`` from
-``__hash__``, and pickles with ``__getstate__ = pickled_state`` and ``__setstate__ = restore_state``.
+A class takes :func:`hashed_once` as its decorator (above ``@dataclass(frozen=True)``) and calls
+:func:`hash_once` at the end of ``__post_init__``.
 """
 
 from __future__ import annotations
@@ -34,3 +34,12 @@ def restore_state(obj, state: dict) -> None:
     """Load a pickled ``state`` into ``obj`` and hash it in this process."""
     obj.__dict__.update(state)
     hash_once(obj)
+
+
+def hashed_once(cls):
+    """Class decorator, above ``@dataclass(frozen=True)``: ``cls`` hashes with :func:`hash_once` and
+    pickles (and copies) without the kept hash."""
+    cls.__hash__ = hash_once
+    cls.__getstate__ = pickled_state
+    cls.__setstate__ = restore_state
+    return cls

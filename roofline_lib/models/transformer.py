@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field, fields
 from types import MappingProxyType
 
 from ..core.checks import _flag, _model_params, _positive, _positive_int
-from ..core.frozen import hash_once, pickled_state, restore_state
+from ..core.frozen import hash_once, hashed_once
 from ..core.ops import attention_flops, gemm_flops
 from ..core.registry_data import read_records, read_table
 
@@ -185,6 +185,7 @@ _NORMS = ("rmsnorm", "layernorm")
 _KV_LAYOUTS = ("window", "transformers")
 
 
+@hashed_once
 @dataclass(frozen=True)
 class TransformerConfig:
     """Sizes of a pre-norm decoder-only transformer.
@@ -289,11 +290,6 @@ class TransformerConfig:
         # hashed once: the serving simulator looks a config up in its caches several times a step,
         # and hashing some 30 fields each time was a tenth of its run
         hash_once(self)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    __getstate__, __setstate__ = pickled_state, restore_state
 
     def _resolve(self, attr: str, value) -> None:
         """Store the resolved value of a field left as None (the dataclass is frozen)."""

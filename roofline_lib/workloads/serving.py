@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from ..core.checks import _flag, _fraction, _positive, _positive_int, _text
 from ..core.formatting import data_size, flop_count, gib, to_unit
 from ..core.formatting import seconds as seconds_text
-from ..core.frozen import hash_once, pickled_state, restore_state
+from ..core.frozen import hash_once, hashed_once
 from ..core.hardware import GPUSpec
 from ..core.roofline import Roof, roof
 from ..models.transformer import TransformerConfig
@@ -171,6 +171,7 @@ def serving_server(
     return Server(cfg, the_roof, b, kv, capacity, overhead, f"{cfg.name or 'model'} on {the_roof.label}", device)
 
 
+@hashed_once
 @dataclass(frozen=True)
 class Chunk:
     """``tokens`` new tokens of one request, after ``offset`` tokens already cached; ``logits`` rows out."""
@@ -190,11 +191,6 @@ class Chunk:
                 f"logits must be a whole number of rows from 0 to tokens ({self.tokens}), got {self.logits!r}"
             )
         hash_once(self)  # a step groups its chunks by value
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    __getstate__, __setstate__ = pickled_state, restore_state
 
 
 @dataclass(frozen=True)
