@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -40,6 +42,14 @@ def _fail_or_wait(argv=None):
     if json.loads((argv or sys.argv)[1])["rank"] == 1:
         sys.exit(5)
     time.sleep(60)  # as a rank waits for a peer that is gone
+
+
+def _say_pid_and_sleep(argv=None):
+    import os
+    import time
+
+    print(os.getpid(), flush=True)
+    time.sleep(60)
 
 
 def _preloaded(argv=None):
@@ -114,3 +124,42 @@ def test_the_ranks_are_forked_from_one_launcher_that_imported_the_preload(tmp_pa
     assert seen[0][1] == seen[1][1] != str(os.getpid())  # both children of the one launcher
     assert [line.split()[0] for line in local_ranks._run_local_ranks(code, [{}], str(tmp_path), {}, 60)] == ["False"]
     assert local_ranks.RANK_PRELOAD == ("torch", "torch.distributed")  # what the live runs' ranks import first
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie waiting for init to reap it counts as exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_the_ranks_end_when_their_caller_is_killed(tmp_path):
+    # a kernel restarted in JupyterLab mid-run is killed: its ranks, in a session of their own, were
+    # left running until their timeout
+    caller = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from roofline_lib.evidence import local_ranks as lr\n"
+         "lr._run_local_ranks(lr._script(*[getattr(__import__('test_local_ranks'), '_say_pid_and_sleep')]),"
+         " [{}, {}], sys.argv[1], {}, 120)", str(tmp_path)],
+        cwd=Path(__file__).parent,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])},
+    )  # fmt: skip
+    try:
+        outs = [tmp_path / f"rank{r}.out" for r in range(2)]
+        deadline = time.monotonic() + 60
+        while not all(o.exists() and o.read_text().strip() for o in outs):
+            assert time.monotonic() < deadline and caller.poll() is None, "the ranks never started"
+            time.sleep(0.1)
+        pids = [int(o.read_text()) for o in outs]
+        assert not any(_gone(pid) for pid in pids)
+        caller.kill()
+        caller.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(_gone(pid) for pid in pids), "ranks outlived the process that started them"
+    finally:
+        caller.kill()
+        caller.wait(timeout=10)

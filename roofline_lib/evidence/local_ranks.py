@@ -100,6 +100,16 @@ def _run_rank(compiled, folder: str, rank: int, cfg: dict) -> None:
         os._exit(status)
 
 
+def _end_with_caller() -> None:
+    """Launcher side: wait until stdin ends, then kill the launcher's session (itself and its ranks)."""
+    import os
+    import signal
+
+    while os.read(0, 4096):  # the bare descriptor: a thread blocked in sys.stdin's buffer holds its lock
+        pass  # at the launcher's exit, and Python aborts
+    os.killpg(0, signal.SIGKILL)
+
+
 def _launch(argv=None) -> None:
     """Launcher side: import the modules the ranks share once, then fork one process per rank.
 
@@ -114,6 +124,7 @@ def _launch(argv=None) -> None:
     import os
     import signal
     import sys
+    import threading
 
     job = json.loads((argv or sys.argv)[1])
     os.environ["OMP_NUM_THREADS"] = "1"  # ranks share the machine; set before torch reads it
@@ -128,6 +139,9 @@ def _launch(argv=None) -> None:
         if pid == 0:
             _run_rank(compiled, job["folder"], rank, cfg)
         pids[pid] = rank
+    # The caller holds the other end of stdin and nothing else does: it closes when the caller exits,
+    # however it exits (a kernel restarted in JupyterLab is killed), and the ranks go with it.
+    threading.Thread(target=_end_with_caller, daemon=True).start()
     failed = False
     with open(os.path.join(job["folder"], "exits"), "w") as exits:
         while pids:
@@ -148,15 +162,16 @@ def _script(*functions) -> str:
 
 
 def _start(code: str, configs: list, folder: str, env: dict, preload: tuple) -> subprocess.Popen:
-    """Start the launcher (:func:`_launch`), in a session of its own, for one rank per config."""
+    """Start the launcher (:func:`_launch`), in a session of its own, for one rank per config; it ends
+    with this process (:func:`_end_with_caller`)."""
     job = {"code": code, "configs": configs, "folder": folder, "preload": list(preload)}
     with open(os.path.join(folder, "launcher.log"), "w") as log:
         return subprocess.Popen(
-            [sys.executable, "-c", _script(_run_rank, _launch), json.dumps(job)],
+            [sys.executable, "-c", _script(_run_rank, _end_with_caller, _launch), json.dumps(job)],
             env=env,
             stdout=log,
             stderr=log,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # its end closes when this process exits: the launcher ends with it
             start_new_session=True,  # its group holds the ranks: one signal reaches them all
         )
 
@@ -195,6 +210,7 @@ def _reap(launcher: subprocess.Popen | None) -> None:
     """Kill what is left of the launcher's session (the launcher and its ranks), then reap the launcher."""
     if launcher is None:
         return
+    launcher.stdin.close()
     try:
         os.killpg(launcher.pid, signal.SIGKILL)  # the ranks too: a rank the launcher left is still in its group
     except ProcessLookupError:
