@@ -48,3 +48,14 @@ def test_gloo_measurement_on_two_local_ranks_and_no_process_left_behind():
         assert _children(os.getpid()) <= before  # every rank was reaped
     with pytest.raises(ValueError, match="no timings of reduce_scatter"):
         m.series("reduce_scatter")
+
+
+def test_nccl_without_a_gpu_per_rank_is_refused_before_any_rank_starts():
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.device_count() >= 2:
+        pytest.skip("this machine can run NCCL on 2 ranks")
+    with pytest.raises(
+        ValueError, match=r"backend 'nccl' needs a torch built with NCCL and a GPU per rank: n_ranks = 2"
+    ):
+        measure_collectives(2, backend="nccl")

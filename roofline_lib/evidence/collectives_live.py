@@ -185,6 +185,15 @@ def _backend(backend: str, n: int, torch) -> str:
         backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= n else "gloo"
     if backend not in ("gloo", "nccl"):
         raise ValueError(f"backend must be 'auto', 'gloo' or 'nccl', got {backend!r}")
+    if backend == "nccl":  # said here, before a rank starts, not in a rank's traceback
+        import torch.distributed as dist
+
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if not dist.is_nccl_available() or gpus < n:
+            raise ValueError(
+                f"backend 'nccl' needs a torch built with NCCL and a GPU per rank: n_ranks = {n}, this machine "
+                f"has {gpus} GPU(s){'' if dist.is_nccl_available() else ' and a torch without NCCL'}; use 'gloo'"
+            )
     return backend
 
 
