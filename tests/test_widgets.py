@@ -523,3 +523,15 @@ def test_serving_draws_and_reads_out_milliseconds(serving):
     slo = serving.figure.axes[0].get_lines()[len(sv.POLICIES)]  # the dashed objective at 0.01 s = 10 ms
     assert list(slo.get_xdata()) == pytest.approx([10.0, 10.0])
     assert slo.get_label() == "TPOT objective"  # the legend names the dashed line too
+
+
+def test_a_model_whose_frontier_ends_below_the_default_tpot_starts_at_the_sliders_end():
+    # serving_explorer(model="qwen2-7b") refused the 10 ms TPOT objective the reader never gave
+    ex = widgets.serving_explorer(model="qwen2-7b")
+    slider = ex.controls["slo_tpot_s"]
+    assert 10**slider.max < 0.01 and slider.value == pytest.approx(10**slider.max)
+    server = sv.serving_server(rl.model_config("qwen2-7b"), "H100")
+    points = sv.steady_frontier(server, "chunked", 1024, 256, chunk_tokens=2048)
+    assert ex.result == sv.best_steady_state(points, 0.5, slider.value)
+    with pytest.raises(ValueError, match=r"slo_tpot_s must be between .* seconds, got 0\.01"):
+        widgets.serving_explorer(model="qwen2-7b", slo_tpot_s=0.01)  # given, it is checked as before

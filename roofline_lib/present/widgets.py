@@ -918,6 +918,9 @@ def _serving_site_state(controls: dict, cfg, request: _Request, counts) -> dict[
     }
 
 
+_DEFAULT_TPOT_S = 0.01  # the serving explorer's TPOT objective when none is given, in seconds
+
+
 def serving_explorer(
     model: str = "llama-3-8b",
     gpu="H100",
@@ -926,7 +929,7 @@ def serving_explorer(
     output_len: int = 256,
     chunk_tokens: int = 2048,
     slo_ttft_s: float = 0.5,
-    slo_tpot_s: float = 0.01,
+    slo_tpot_s: float | None = None,
 ) -> Explorer:
     """A GPU, a batching policy and an SLO -> the latency-throughput frontier and the best point on it.
 
@@ -937,6 +940,8 @@ def serving_explorer(
     dense shipped model without a sliding window (the website explorer computes from its
     :func:`~roofline_lib.workloads.serving.step_counts`), in bf16 weights and KV cache (fp16 on a chip
     without bf16); ``result`` is the best :class:`~roofline_lib.workloads.serving.SteadyState`.
+    The TPOT slider spans what the policy's frontier reaches; ``slo_tpot_s`` left out is 10 ms, or
+    the slider's nearer end where 10 ms lies outside it (a value given outside it is refused).
     """
     from ..models import transformer
     from ..workloads import serving
@@ -956,7 +961,11 @@ def serving_explorer(
 
     # the TPOT slider spans what the chosen policy's frontier reaches on the chosen GPU (_tpot_span)
     span0 = _tpot_span(frontiers(spec.key)[1][policy], ttft0)
-    tpot0 = _in_span(_positive(slo_tpot_s, "slo_tpot_s", "seconds"), span0, "slo_tpot_s", "seconds")
+    if slo_tpot_s is None:  # Qwen2-7B on an H100, say: its frontier ends below 10 ms, past its slider
+        lo, hi = _span(span0)
+        tpot0 = min(max(_DEFAULT_TPOT_S, lo), hi)
+    else:
+        tpot0 = _in_span(_positive(slo_tpot_s, "slo_tpot_s", "seconds"), span0, "slo_tpot_s", "seconds")
     controls = _serving_controls(spec, policy, tpot0, ttft0, span0)
     view = _serving_view(tpot0)
 
