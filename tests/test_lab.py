@@ -828,6 +828,9 @@ def test_a_link_opens_its_page_with_its_entry_in_view(app, lab, path, target):
     target_id = None
     try:
         assert page.evaluate(_SCROLL_TO_LINK, [widget_id, Path(target).name]), f"{path} never links to {target}"
+        # the cells around it are drawn after the scroll and move it: click it once they are still
+        # (a click while they were drawing once opened nothing in 30 s)
+        page.evaluate(_SETTLED, widget_id)
         link = page.locator(f'[id="{widget_id}"] .jp-MarkdownCell .myst a[href*="/files/{target}"]:visible').first
         href = link.get_attribute("href")
         cell = _CELL_LINK.search(href)["cell"]
