@@ -153,6 +153,30 @@ def test_a_control_redraws_once_and_a_hook_runs_before_the_redraw():
     assert redraws[-1] == (3, 5) and len(redraws) == 2
 
 
+def test_a_held_explorer_computes_each_change_and_draws_once_at_the_end():
+    ex = widgets.roofline_explorer(gpu="A100", precision="bf16", intensity=10.0)
+    first_png, pictures = ex.last_png, []
+    with ex.drawing_held():
+        for intensity in (20.0, 1000.0):
+            ex.controls["intensity"].value = intensity
+            pictures.append(ex.last_png)
+            # computed at once: 2.039e12 B/s times the intensity, up to the 312 TFLOP/s roof
+            assert ex.result["attainable_flops_per_s"] == pytest.approx(min(2.039e12 * intensity, 312e12))
+        assert "compute-bound" in ex.readout.value  # 1000 FLOP/byte, past the A100's ridge (153)
+        with ex.drawing_held():  # nested: the outer block draws
+            ex.controls["intensity"].value = 500.0
+        assert ex.last_png is first_png
+    assert pictures == [first_png, first_png]  # nothing drawn inside the block
+    held_png = ex.last_png
+    assert held_png != first_png and held_png[:4] == b"\x89PNG"
+    ex.update()
+    assert ex.last_png == held_png  # the picture drawn at the end is the controls' last state
+    with pytest.raises(RuntimeError), ex.drawing_held():
+        ex.controls["intensity"].value = 30.0
+        raise RuntimeError("a step failed")
+    assert ex.last_png != held_png  # drawn even so: the figure never stays behind the controls
+
+
 def test_an_error_replaces_the_readout_and_the_result():
     fig = explorer._figure()[0]
     ex = explorer.Explorer({}, fig, lambda: None, title="bare")

@@ -25,6 +25,7 @@ and axes they share.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import html
 import io
@@ -74,6 +75,7 @@ class Explorer(w.VBox):
         self._recompute = recompute
         self._hooks = dict(hooks or {})  # name -> run before the redraw when that control changes
         self._quiet = False  # set while a hook rewrites another control, so the redraw happens once
+        self._held = False  # set inside drawing_held(): changes are computed, the figure drawn at its end
         self._sliders_named = False  # whether this explorer has sent _NAME_SLIDERS_JS to the page
         self._site_mode = site_mode  # the JS explorer's data-mode
         self._site_state = site_state  # -> its other data-* values, read from the current controls
@@ -158,8 +160,24 @@ class Explorer(w.VBox):
         """Recompute from the controls, redraw the figure; return the seconds it took."""
         start = time.perf_counter()
         self._recompute()
-        self._show()
+        if not self._held:
+            self._show()
         return time.perf_counter() - start
+
+    @contextlib.contextmanager
+    def drawing_held(self):
+        """Inside the block each change of a control is computed (``result`` and the readout follow
+        it) but the figure is drawn once, when the block ends: for stepping a control through many
+        values in code and reading the result at each, without encoding a picture at every step."""
+        if self._held:  # nested: the outer block draws
+            yield self
+            return
+        self._held = True
+        try:
+            yield self
+        finally:
+            self._held = False
+            self._show()
 
     def show_error(self, message: str) -> None:
         """Say ``message`` in red where the readout goes; there is no result to show."""
