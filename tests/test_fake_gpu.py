@@ -49,6 +49,33 @@ def test_the_fake_is_inert_unless_its_variable_is_set():
     assert on.stdout.split() == ["True", "fake_cuda"], on.stderr
 
 
+# A process that stands for a kernel ("ipykernel_launcher" among its arguments): output still in its
+# buffer, an atexit handler of its own, and an object whose finalizer runs only in Python's teardown.
+_KERNEL_EXIT = """
+import atexit, sys
+class Torn:
+    def __del__(self):
+        sys.__stdout__.write(" torn down")
+        sys.__stdout__.flush()
+kept = Torn()
+atexit.register(lambda: sys.stdout.write(" handler ran"))
+sys.stdout.write("buffered")
+"""
+
+
+def test_a_kernel_under_the_fake_ends_after_its_atexit_handlers_without_the_teardown():
+    def run(env):
+        args = [sys.executable, "-c", _KERNEL_EXIT, "ipykernel_launcher"]
+        return subprocess.run(args, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+    fast = run(_fake_env())
+    assert (fast.returncode, fast.stdout) == (0, "buffered handler ran"), fast.stderr
+    plain = _fake_env()
+    plain.pop(fake_cuda.ENV)
+    slow = run(plain)
+    assert (slow.returncode, slow.stdout) == (0, "buffered handler ran torn down"), slow.stderr
+
+
 def test_the_fake_h200_gives_figures_its_datasheet_allows():
     h200 = gpu("h200")
     real_query, real_primitive = torch.cuda.is_available, measured_roofs._cuda_stream_timings
