@@ -18,7 +18,7 @@ if os.environ.get("ROOFLINE_FAKE_GPU", "").strip().lower() == "h200":
 
     fake_cuda.install_lazily()
 
-    if any(arg.endswith("ipykernel_launcher") for arg in sys.argv[:1]) or "ipykernel_launcher" in sys.orig_argv:
+    if "ipykernel_launcher" in sys.orig_argv:  # python -m ipykernel_launcher: a kernel
         import atexit
 
         def _leave_without_teardown() -> None:
