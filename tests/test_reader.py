@@ -104,14 +104,16 @@ def test_more_code_than_the_cap_is_refused_and_never_sent_back(server, tmp_path)
     assert got.problem == "cannot read the notebook: its code cells hold more than 1 MiB of code"
 
 
-def _child_seen(server_pid: int, within_s: float) -> dict:
+def _child_seen(server_pid: int, until: threading.Event) -> dict:
     """The reading child's uid and limits, as /proc last showed them while it parsed (``{}``: none seen).
 
-    The last sight, not the first: a child caught between its fork and its confinement (a loaded
-    machine stretches that moment) still has the server's uid and no limits; the child parses for
-    the whole time limit after it, so the last sight within it shows the confined child."""
-    deadline, last = time.monotonic() + within_s, {}
-    while time.monotonic() < deadline:
+    Watched until ``until`` is set (the read has returned), not for a fixed time: on a loaded
+    machine the server forked its child only after a watch of 0.9 s had ended. The last sight,
+    not the first: a child caught between its fork and its confinement still has the server's uid
+    and no limits; the child parses for the whole time limit after it, so the last sight shows
+    the confined child."""
+    deadline, last = time.monotonic() + 30, {}
+    while not until.is_set() and time.monotonic() < deadline:
         for pid in descendants(server_pid):
             try:
                 uid = Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[1]  # the effective uid
@@ -126,12 +128,16 @@ def _child_seen(server_pid: int, within_s: float) -> dict:
 
 def test_a_notebook_that_parses_past_its_time_limit_costs_that_limit_and_its_child(server, tmp_path):
     _slow_md(tmp_path / "slow.md")
-    seen = {}
-    watcher = threading.Thread(target=lambda: seen.update(_child_seen(server._proc.pid, 0.9)))
+    seen, read = {}, threading.Event()
+    watcher = threading.Thread(target=lambda: seen.update(_child_seen(server._proc.pid, read)))
     started = time.monotonic()
     watcher.start()
-    got = _read(server, tmp_path / "slow.md", time_limit_s=1)
-    watcher.join()
+    try:
+        got = _read(server, tmp_path / "slow.md", time_limit_s=1)
+    finally:
+        read.set()
+        watcher.join()
+    assert seen, "no reading child was seen while the notebook was read"
     assert got.end == "time limit" and got.cells is None
     assert 1 <= got.seconds < 3 and time.monotonic() - started < 5
     # while it parsed: the notebook's limits, and no privilege where the grader is root
