@@ -156,6 +156,21 @@ def test_every_probe_drawn_has_an_answer_and_the_library_refuses_some_valid_ones
         assert library_refusals >= 1, part.key
 
 
+def test_the_worker_script_reads_the_observers_constants_without_importing_the_library(tmp_path):
+    # the worker runs as a script beside the kernel's copy of the package; importing the package
+    # for two constants cost every graded notebook ~0.3 CPU-seconds (its __init__, numpy)
+    lib = grader._package_copy(tmp_path)
+    probe = (
+        "import runpy, sys; g = runpy.run_path(sys.argv[1]); "
+        "print(g['MAX_ANSWER_BYTES'], g['MIME_TYPE'], sorted(m for m in sys.modules if m.split('.')[0] in ('roofline_lib', 'numpy')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(lib / grader._WORKER_SCRIPT)], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split(maxsplit=2) == [str(observer.MAX_ANSWER_BYTES), observer.MIME_TYPE, "[]\n"]
+
+
 def test_a_plan_holds_names_and_inputs_only():
     for part in key.PARTS.values():
         probes = key.draw_probes(part, random.Random(1))
