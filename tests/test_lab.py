@@ -192,6 +192,33 @@ def browser():
 # --------------------------------------------------------------------------- driving Lab
 
 
+# The Markdown cells the notebooks make from now on count their jupyterlab-myst renders in flight,
+# in window.__mystRendering (JavaScript, in the page). A render awaits the server (it resolves each
+# link) and then draws into the cell: one still waiting when its page was closed drew into a cell
+# that was gone and logged "Failed to render ... reading 'renderInput'", while nothing on the page
+# changed for the 300 ms close_widget waits for.
+_COUNT_MYST_RENDERS = """() => {
+    window.__mystRendering = 0;
+    window.__mystRendered = 0;  // renders begun, to show that the count sees them
+    for (const name of ['Notebook', 'Jupytext Notebook']) {
+        const cells = jupyterapp.docRegistry.getWidgetFactory(name)?.contentFactory;
+        if (!cells || cells.__counted) continue;
+        const make = cells.createMarkdownCell.bind(cells);
+        cells.createMarkdownCell = options => {
+            const cell = make(options);
+            const render = cell.render.bind(cell);
+            cell.render = async (...args) => {
+                window.__mystRendering++;
+                window.__mystRendered++;
+                try { return await render(...args); } finally { window.__mystRendering--; }
+            };
+            return cell;
+        };
+        cells.__counted = true;
+    }
+}"""
+
+
 @pytest.fixture(scope="module")
 def app(browser, lab):
     """One JupyterLab in one page, booted by chapter 1's URL (the link a reader is given); the other
@@ -213,6 +240,7 @@ def app(browser, lab):
     page.goto(f"{lab['base']}/lab/workspaces/{secrets.token_hex(4)}/tree/{CHAPTER}?reset&token={lab['token']}")
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=60_000)
     page.evaluate("async () => { await jupyterapp.started; await jupyterapp.restored; }")  # its commands are in
+    page.evaluate(_COUNT_MYST_RENDERS)
     widget_at(page, CHAPTER)  # the chapter the URL names is open (else it came to the front later, over a test's page)
     yield page, boot_problems
     context.close()
@@ -253,7 +281,8 @@ def close_widget(page, widget_id: str) -> None:
     it answered the subshell Lab asks for each comm target, ipywidgets' among them, left the error
     "Canceled future for create_subshell_request" on the page, and one shut down while Lab's debugger
     still asked it for its state "Could not restore the debugger state"; one disposed while jupyterlab-myst
-    still drew a cell that had come into view logged "Failed to render" on the console.)"""
+    still drew a cell logged "Failed to render" on the console: it waits until no render is in flight,
+    `_COUNT_MYST_RENDERS`.)"""
     page.evaluate(_SETTLED, widget_id)
     page.evaluate(
         f"""async id => {{
@@ -267,8 +296,12 @@ def close_widget(page, widget_id: str) -> None:
                 .some(f => f.msg && ['create_subshell_request', 'debug_request'].includes(f.msg.header.msg_type));
             for (let i = 0; i < 100 && asking(); i++) await new Promise(done => setTimeout(done, 50));
         }}
-        await w.sessionContext.shutdown();
+        for (let i = 0; i < 200 && window.__mystRendering > 0; i++) await new Promise(done => setTimeout(done, 50));
+        // the panel first, then its kernel: shut down under an open panel, the kernel's end made
+        // Lab's debugger ask it for its state, and the request it cancelled was logged as an error
+        const session = w.sessionContext.session && w.sessionContext.session.id;
         w.dispose();
+        if (session) await jupyterapp.serviceManager.sessions.shutdown(session);
     }}""",
         widget_id,
     )
@@ -790,6 +823,7 @@ def test_every_page_is_drawn_and_each_link_to_a_place_names_a_cell_there(app, la
     widget_id = open_page(app, lab, path, every_cell=False)  # check_drawn_page waits until it is drawn
     try:
         check_drawn_page(app, lab, widget_id, path, first_error)
+        assert page.evaluate("() => window.__mystRendered") > 0, "close_widget counts no jupyterlab-myst render"
     finally:
         close_widget(page, widget_id)
 
