@@ -51,6 +51,40 @@ def test_sphinx_reads_in_parallel_only_when_every_extension_says_it_may(monkeypa
     assert multitoc.setup(object()) == {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
+def test_each_page_being_read_gets_its_share_of_the_cores_for_torch():
+    threads = _tool().kernel_threads
+    assert [threads(2, cores) for cores in (1, 2, 3, 16)] == [1, 1, 1, 8]
+    assert threads(1, 2) == 2 and threads(4, None) == 1  # os.cpu_count() may not know
+
+
+@pytest.mark.parametrize("preset", [None, "3"])
+def test_the_build_sets_the_kernels_threads_unless_the_reader_did(monkeypatch, preset):
+    tool = _tool()
+    if preset is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", preset)
+    monkeypatch.setattr(tool.os, "cpu_count", lambda: 2)
+    seen = {}
+
+    def build_sphinx(*args, **kwargs):  # stands for the build: what would a kernel inherit?
+        seen["threads"] = tool.os.environ["OMP_NUM_THREADS"]
+        return 0
+
+    import jupyter_book.sphinx
+
+    monkeypatch.setattr(jupyter_book.sphinx, "build_sphinx", build_sphinx)
+    for step in (
+        "_declare_multitoc_numbering_parallel_safe",
+        "_report_slow_steps",
+        "_poll_kernel_messages_in_slices",
+        "_use_chunks",
+    ):
+        monkeypatch.setattr(tool, step, lambda: None)
+    assert tool.main(["--jobs", "2"]) == 0
+    assert seen["threads"] == (preset or "1")
+
+
 def test_jobs_must_be_a_whole_number_of_processes(capsys):
     with pytest.raises(SystemExit) as stop:
         _tool().main(["--jobs", "0"])

@@ -113,8 +113,9 @@ def _first_failure(out: str, size: int = 5000) -> str:
     return head + "\n...\n" + out[-1500:]
 
 
-def _run_under_fake(notebooks: list[str], log: Path, out: Path) -> subprocess.Popen:
-    """nbval over ``notebooks``, one after the other in one process, with the fake H200 in every kernel."""
+def _run_under_fake(notebooks: list[str], log: Path, out: Path, **env) -> subprocess.Popen:
+    """nbval over ``notebooks``, one after the other in one process, with the fake H200 in every
+    kernel (and ``env`` in their environment)."""
     cmd = [
         sys.executable,
         "-m",
@@ -132,7 +133,7 @@ def _run_under_fake(notebooks: list[str], log: Path, out: Path) -> subprocess.Po
     ]
     with open(out, "w", encoding="utf-8") as sink:
         return subprocess.Popen(
-            cmd, cwd=ROOT, env=_fake_env(**{fake_cuda.LOG_ENV: str(log)}), stdout=sink, stderr=subprocess.STDOUT
+            cmd, cwd=ROOT, env=_fake_env(**{fake_cuda.LOG_ENV: str(log)}, **env), stdout=sink, stderr=subprocess.STDOUT
         )
 
 
@@ -152,6 +153,14 @@ def test_the_pages_that_read_roofs_run_alone_and_chapter_9_shares():
     assert [nb[10:12] for nb in groups["quiet"]] == ["03", "05", "09", "11"]
 
 
+#: torch's threads in each group's kernels. The live pages run beside the quiet group, which keeps
+#: a core busy, and with torch's default of a thread per core each parallel region of theirs waited
+#: for the thread that had no core: beside a busy core, chapter 6 took 39 s on two threads and 14 s
+#: on one (chapter 10: 85 s and 9 s). The roofs a page reads and the timings it judges against them
+#: are then both one thread's. (The quiet group times nothing; one thread or two made no difference.)
+THREADS = {"live": {"OMP_NUM_THREADS": "1"}, "quiet": {}}
+
+
 @pytest.mark.skipif(
     os.environ.get("ROOFLINE_FAKE_GPU_NOTEBOOKS") != "1",
     reason="runs every chapter on the fake GPU (about a minute): `make fake-gpu`",
@@ -166,9 +175,13 @@ def test_every_chapter_passes_on_a_fake_h200(tmp_path, group):
     notebooks = _groups()[group]
     assert notebooks
     log, out = tmp_path / "fake-gpu.jsonl", tmp_path / "out.txt"
-    run = _run_under_fake(notebooks, log, out)
+    run = _run_under_fake(notebooks, log, out, **THREADS[group])
     assert run.wait(timeout=900) == 0, _first_failure(out.read_text())
     events = fake_cuda.read_log(log)
+    threads = {e["threads"] for e in events if e["event"] == "torch"}
+    assert threads, f"no kernel of the {group} group imported torch"
+    if THREADS[group]:
+        assert threads == {int(THREADS[group]["OMP_NUM_THREADS"])}, f"torch's threads in the {group} kernels: {threads}"
     kernels = {e["pid"] for e in events if e["event"] == "installed"} - {None}
     assert len(kernels) >= len(notebooks)  # the fake was live in every notebook's kernel (and in pytest)
     judged = [e for e in events if e["event"] == "judged"]

@@ -20,6 +20,7 @@ Exit status: Sphinx's (0 when the build passed).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -122,6 +123,17 @@ def _use_chunks() -> None:
     sphinx.builders.make_chunks = chunks  # the builder imported the name
 
 
+def kernel_threads(jobs: int, cores: int | None) -> int:
+    """torch's threads in each page's kernel: the cores shared out among the pages read at once.
+
+    With torch's default of a thread per core, two pages at once on two cores each ran two threads,
+    and a parallel region waited for whichever thread had no core: beside a busy core, chapter 6 took
+    39 s on two threads and 14 s on one, chapter 10 85 s and 9 s. Each page states the threads its
+    timings ran on, and reads its roofs on the same threads.
+    """
+    return max(1, (cores or 1) // jobs)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--all", action="store_true", help="read every page again (a fresh environment)")
@@ -129,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be a whole number of processes, 1 or more, got {args.jobs}")
+    # before any kernel starts: each inherits it (a reader's own setting is kept)
+    os.environ.setdefault("OMP_NUM_THREADS", str(kernel_threads(args.jobs, os.cpu_count())))
     from jupyter_book.sphinx import build_sphinx
 
     _declare_multitoc_numbering_parallel_safe()

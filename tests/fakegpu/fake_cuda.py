@@ -297,6 +297,7 @@ _INSTALLED = _Patches()
 
 
 def _torch_hook(torch):
+    _log("torch", threads=torch.get_num_threads())  # what the kernel's timings ran on
     _patch_torch(torch, _INSTALLED)
     _device_mode().__enter__()  # for the life of the process (a notebook kernel)
 
