@@ -8,6 +8,7 @@ quick; the fake's own tests, and the library's device rules under it, are in tes
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 import re
 import subprocess
@@ -153,12 +154,18 @@ def test_the_pages_that_read_roofs_run_alone_and_chapter_9_shares():
     assert [nb[10:12] for nb in groups["quiet"]] == ["03", "05", "09", "11"]
 
 
-#: torch's threads in each group's kernels. The live pages run beside the quiet group, which keeps
-#: a core busy, and with torch's default of a thread per core each parallel region of theirs waited
-#: for the thread that had no core: beside a busy core, chapter 6 took 39 s on two threads and 14 s
-#: on one (chapter 10: 85 s and 9 s). The roofs a page reads and the timings it judges against them
-#: are then both one thread's. (The quiet group times nothing; one thread or two made no difference.)
-THREADS = {"live": {"OMP_NUM_THREADS": "1"}, "quiet": {}}
+def _kernel_threads(jobs: int) -> int:
+    """The build's rule (tools/build_book.py): each of ``jobs`` notebooks run at once gets its share of the cores."""
+    spec = importlib.util.spec_from_file_location("build_book", ROOT / "tools" / "build_book.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool.kernel_threads(jobs, os.cpu_count())
+
+
+#: torch's threads in each group's kernels. The live pages run beside the quiet group, as the build
+#: runs two pages at once, and on its share of the cores, as each page of the build does (why, and
+#: what two threads beside a busy core cost: build_book.kernel_threads). The quiet group times nothing.
+THREADS = {"live": {"OMP_NUM_THREADS": str(_kernel_threads(2))}, "quiet": {}}
 
 
 @pytest.mark.skipif(
