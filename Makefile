@@ -49,7 +49,7 @@ help:
 	@echo "  make browser-tests  site-test and lab-test, side by side:"
 	@echo "    make site-test   the built site in chromium with no network"
 	@echo "    make lab-test    a chapter and an exercise run in JupyterLab, in chromium"
-	@echo "                   (the browser tests install Debian's chromium if it is missing)"
+	@echo "                   (the browser tests install Debian's chromium-headless-shell if it is missing)"
 	@echo "make lab         open the course in JupyterLab: chapters and exercises open as notebooks"
 	@echo "make serve       serve the built site on http://127.0.0.1:8000"
 	@echo "make grade       grade your answers in exercises/"
@@ -106,12 +106,13 @@ lock: | $(PY)
 	  --strip-extras --output-file requirements.txt requirements.in
 	sed -i 's/^torch==\([0-9.]*\)+[a-z0-9]*/torch==\1/' requirements.txt
 
-# The site test drives Debian's chromium through the playwright package (pinned in
-# requirements.txt); it never downloads a browser of its own (no `playwright install`).
-CHROMIUM_APT := DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+# The browser tests drive Debian's chromium-headless-shell (chromium's engine without the desktop
+# browser; tests/headless_chromium.py says what it saves) through the playwright package (pinned in
+# requirements.txt); they never download a browser of their own (no `playwright install`).
+CHROMIUM_APT := DEBIAN_FRONTEND=noninteractive apt-get install -y chromium-headless-shell
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "==> installing Debian's chromium for the site test"; \
+	@command -v chromium-headless-shell >/dev/null 2>&1 || { \
+	  echo "==> installing Debian's chromium-headless-shell for the browser tests"; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && $(CHROMIUM_APT); \
 	  else sudo apt-get update && sudo $(CHROMIUM_APT); fi; }
 
@@ -252,10 +253,10 @@ site-test: $(BOOK_OK) browser
 lab-test: $(STAMP) $(LAB_SETTINGS) browser
 	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_lab.py -q
 
-# Both browser tests, side by side: each leaves gaps while it waits (on chromium, on the Jupyter
-# server), so on 2 cores the pair took 101 to 104 s, against about 130 s one after the other (site
-# 63 s, Lab 65-70 s alone). One test process per file; `make browser-tests JOBS=1` runs them one
-# after the other.
+# Both browser tests, side by side: the Lab test mostly waits (on its one renderer, on the Jupyter
+# server: 55 core-seconds in 56 s alone), so on 2 cores the pair took 75 s, against 98 s one after
+# the other (site 42 s, Lab 56 s alone; one run each, in the headless shell). One test process per
+# file; `make browser-tests JOBS=1` runs them one after the other.
 browser-tests: $(BOOK_OK) $(LAB_SETTINGS) browser
 	$(call begin_part,browser-tests)
 	ROOFLINE_SITE_REQUIRED=1 $(PY) -m pytest tests/test_site.py tests/test_lab.py -q $(if $(XDIST),-n 2 --dist loadfile)

@@ -19,12 +19,12 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import headless_chromium
 import pytest
 
 import roofline_lib as rl
@@ -32,7 +32,6 @@ from roofline_lib.present.export import write_registry_js
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPLORER_JS = ROOT / "book" / "_static" / "roofline-explorer.js"
-CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")
 
 # Runs inside the JavaScript engine: `X` is window.RooflineExplorer, `cases` a list of calls.
 _EVALUATE = """
@@ -170,15 +169,13 @@ def run_js(registry_js):
         yield node
         node.close()
         return
-    if not Path(CHROMIUM).exists():
-        pytest.skip(
-            "neither node nor chromium is installed to run the explorer's JavaScript (`make browser` installs chromium)"
-        )
+    if why := headless_chromium.missing():
+        pytest.skip(f"no node to run the explorer's JavaScript, and {why}")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
-            executable_path=CHROMIUM,
+            executable_path=headless_chromium.CHROMIUM,
             args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
         )
         page = browser.new_page()

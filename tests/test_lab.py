@@ -3,8 +3,8 @@
 A JupyterLab server is started on 127.0.0.1 with a token, over a copy of the chapters and the
 exercises (running cells marks a notebook changed, and nothing here may write to the checkout),
 with the settings ``make install`` puts in the environment (``lab/overrides.json``, and the
-contents manager ``lab/jupyter_server_config.json`` names). Debian's
-``chromium``, driven by the ``playwright`` package (never ``playwright install``), then
+contents manager ``lab/jupyter_server_config.json`` names). Debian's ``chromium-headless-shell``
+(:mod:`headless_chromium`), driven by the ``playwright`` package (never ``playwright install``), then
 
 * opens chapter 1 by URL, runs all its cells and checks that it opened as a notebook with a kernel,
   shows no error, stderr block or placeholder (no ``{glue``, no unevaluated ``prose["..."]``, no
@@ -40,6 +40,7 @@ import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
 
+import headless_chromium
 import jupytext
 import pytest
 
@@ -48,7 +49,6 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("ROOFLINE_SITE_DIR", ROOT / "_build" / "html"))
 SHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")
 JUPYTER = Path(sys.executable).with_name("jupyter")
 CHAPTER = "notebooks/01_two_speed_limits.md"
 EXERCISE = "exercises/ex2_ridge_points.md"
@@ -170,14 +170,14 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists() and not shutil.which(CHROMIUM):
-        pytest.fail(f"no chromium at {CHROMIUM}; `make browser` installs Debian's chromium")
+    if why := headless_chromium.missing():
+        pytest.fail(why)
     from playwright.sync_api import sync_playwright
 
     pw = sync_playwright().start()
     try:
         chromium = pw.chromium.launch(
-            executable_path=CHROMIUM,
+            executable_path=headless_chromium.CHROMIUM,
             headless=True,
             # --no-opt: as in test_site.py, V8's optimizing compiler off; this test alone, two runs
             # each: 98.5 and 98.8 CPU-seconds with it, 94.7 and 88.2 without

@@ -1,7 +1,8 @@
 """The website as readers meet it: the built book in a real browser, with no network.
 
-The site in ``_build/html`` is served on 127.0.0.1 and opened in Debian's ``chromium``, driven by
-the ``playwright`` package through its executable path (never ``playwright install``). Every
+The site in ``_build/html`` is served on 127.0.0.1 and opened in Debian's
+``chromium-headless-shell`` (:mod:`headless_chromium`), driven by the ``playwright`` package
+through its executable path (never ``playwright install``). Every
 request to another host is counted as a failure, and the browser cannot make it (its resolver
 knows no host but 127.0.0.1), so a page that still reaches for a CDN (a script, a style sheet, a
 font, MathJax, the widget manager) fails here rather than on a reader's firewalled laptop.
@@ -22,7 +23,6 @@ import functools
 import math
 import os
 import re
-import shutil
 import threading
 import time
 from html.parser import HTMLParser
@@ -30,6 +30,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import headless_chromium
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
@@ -40,7 +41,6 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("ROOFLINE_SITE_DIR", ROOT / "_build" / "html"))
 SHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -120,13 +120,13 @@ def server(site):
 
 @pytest.fixture(scope="module")
 def browser(site):
-    if not Path(CHROMIUM).exists() and not shutil.which(CHROMIUM):
-        pytest.fail(f"no chromium at {CHROMIUM}; `make browser` installs Debian's chromium")
+    if why := headless_chromium.missing():
+        pytest.fail(why)
     from playwright.sync_api import sync_playwright
 
     pw = sync_playwright().start()
     try:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        chromium = pw.chromium.launch(executable_path=headless_chromium.CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield chromium
         chromium.close()
     finally:
