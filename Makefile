@@ -325,7 +325,7 @@ fake-gpu: $(STAMP)
 # and off (random bursts of 0.1-0.8 s of a 400 MB copy). So BESIDE_LIVE grew by the ~10 s that adds.
 # Then the quiet side still ended ~12 s before the live one (live 84 s, quiet 72 s, one run on a
 # fresh clone), and test_explorer_js.py (11.6 s and 11.9 CPU-s in one process) joined it.
-# Since the live chapters' kernels run torch on one thread (THREADS in tests/test_fake_gpu_chapters.py)
+# Since the chapters' kernels run torch on one thread (THREADS in tests/test_fake_gpu_chapters.py)
 # the two sides end together: live 39 s and the measuring tests 8 s, the quiet side 51 s (one run).
 BESIDE_LIVE_FILES := tests/test_explorer.py tests/test_plots.py tests/test_bad_input.py tests/test_explorer_js.py
 test: BESIDE_LIVE = $(BESIDE_LIVE_FILES)
