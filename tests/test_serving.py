@@ -273,9 +273,19 @@ def test_the_live_tpot_sits_within_a_stated_band_of_the_model_on_measured_roofs(
     from roofline_lib import measured_roofs
     from roofline_lib.evidence.serving_live import SERVE_CONFIG, LiveServer
 
-    ceilings = measured_roofs.measure_ceilings(seconds=1.0, device="cpu")
-    model = sv.serving_server(SERVE_CONFIG, ceilings, bytes_per_param=4)
+    # The roofs as chapter 10 reads them: on buffers the size of the weights a decode step streams
+    # (68 MB in fp32, which a large last-level cache holds: on the 256 MB default buffers the step at
+    # (4, 256) took 0.30 of the model in one run of `make test`), and the best of a reading before
+    # and one after the timings (one taken while the other side of `make test` streamed memory is low).
+    weights_bytes = SERVE_CONFIG.n_params() * 4
+
+    def reading():
+        return measured_roofs.measure_ceilings(seconds=1.0, device="cpu", buffer_bytes=weights_bytes)
+
+    before = reading()
     live = LiveServer(max_slots=4, max_len=256)
-    for batch, context in ((1, 64), (4, 256)):
-        ratio = live.time_decode(batch, context) / sv.decode_step(model, batch, context).seconds
+    timed = {shape: live.time_decode(*shape) for shape in ((1, 64), (4, 256))}
+    model = sv.serving_server(SERVE_CONFIG, measured_roofs.best_of(before, reading()), bytes_per_param=4)
+    for (batch, context), seconds in timed.items():
+        ratio = seconds / sv.decode_step(model, batch, context).seconds
         assert LIVE_TPOT_BAND[0] <= ratio <= LIVE_TPOT_BAND[1], (batch, context, ratio)
