@@ -23,6 +23,8 @@ import functools
 import math
 import os
 import re
+import sys
+import tempfile
 import threading
 import time
 from html.parser import HTMLParser
@@ -303,6 +305,41 @@ def test_no_built_page_loads_anything_from_another_host(site, pages):
         if _CSS_REMOTE.search(_CSS_COMMENT.sub("", css.read_text(encoding="utf-8", errors="replace"))):
             offenders.append(f"{css.relative_to(site)}: url() or @import of another host")
     assert not offenders, "\n".join(offenders)
+
+
+def _machine_paths(text: str, places: tuple[str, ...]) -> list[str]:
+    """The paths under ``places`` (folders of the machine that built the site) that ``text`` shows."""
+    found = []
+    for place in places:
+        found += [m.rstrip(",.;:)") for m in re.findall(re.escape(place.rstrip("/")) + r"/[^\s\"'<>]*", text)]
+    return sorted(found)
+
+
+#: Folders of the machine that built the site, which a published page must never show: the
+#: checkout, the environment, the home folder and the temporary folder (chapter 6 printed its
+#: trace's path there, /tmp/roofline-trace-.../tiny_decoder_step.json, until this test).
+BUILD_MACHINE = tuple(
+    sorted({str(ROOT), sys.prefix, os.path.expanduser("~"), tempfile.gettempdir(), "/tmp"}, key=len, reverse=True)
+)
+
+
+def test_the_path_check_finds_a_path_of_the_build_machine_and_nothing_else():
+    shown = f"trace: {tempfile.gettempdir()}/roofline-trace-x1/step.json, 1.8 MB; see {ROOT}/README.md"
+    assert _machine_paths(shown, BUILD_MACHINE) == sorted(
+        [f"{tempfile.gettempdir()}/roofline-trace-x1/step.json", f"{ROOT}/README.md"]
+    )
+    assert _machine_paths("step.json: 1.8 MB; /v1/completions and 3/4 of the time", BUILD_MACHINE) == []
+
+
+def test_no_page_shows_a_path_of_the_machine_that_built_it(site, pages):
+    """Published pages (and the notebooks the site offers for download) show no folder of the build
+    machine: a cell that prints a path prints a name relative to the chapter, or none."""
+    offenders = []
+    for page in [*pages, *(p.relative_to(site).as_posix() for p in site.glob("_sources/**/*.ipynb"))]:
+        offenders += [
+            f"{page}: {found}" for found in _machine_paths((site / page).read_text(encoding="utf-8"), BUILD_MACHINE)
+        ]
+    assert not offenders, "\n".join(offenders[:20])
 
 
 def test_no_page_shows_a_widget_that_cannot_work(site, pages):
