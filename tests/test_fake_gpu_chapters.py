@@ -184,7 +184,11 @@ def test_every_chapter_passes_on_a_fake_h200(tmp_path, group):
     notebooks = _groups()[group]
     assert notebooks
     log, out = tmp_path / "fake-gpu.jsonl", tmp_path / "out.txt"
-    run = _run_under_fake(notebooks, log, out, **THREADS)
+    # the kernels' temporary files in this test's folder: nbval kills each kernel at its end, so what a
+    # chapter leaves for its kernel's exit to remove (chapter 6's trace) would stay in the machine's
+    kernel_tmp = tmp_path / "tmp"
+    kernel_tmp.mkdir()
+    run = _run_under_fake(notebooks, log, out, TMPDIR=str(kernel_tmp), **THREADS)
     assert run.wait(timeout=900) == 0, _first_failure(out.read_text())
     events = fake_cuda.read_log(log)
     threads = {e["threads"] for e in events if e["event"] == "torch"}
