@@ -327,13 +327,19 @@ fake-gpu: $(STAMP)
 # fresh clone), and test_explorer_js.py (11.6 s and 11.9 CPU-s in one process) joined it.
 # Since the chapters' kernels run torch on one thread (THREADS in tests/test_fake_gpu_chapters.py)
 # the two sides end together: live 39 s and the measuring tests 8 s, the quiet side 51 s (one run).
+# The measuring tests run there on their share of the cores, as the live chapters' kernels do: on
+# torch's default of a thread per core a parallel region waits for the thread that has no core
+# (build_book.kernel_threads, whose rule this reads, for two at once). Beside the quiet chapters the
+# live TPOT test's decode steps took 2.7 to 216 times the model on its roofs on two threads, and
+# 1.6 to 3.0 on one (4 readings of 2 steps in each of 2 runs per setting, interleaved; its band is 0.5-25).
+SHARE_THREADS = $(shell $(PY) -c "import os, runpy; print(runpy.run_path('tools/build_book.py')['kernel_threads'](2, os.cpu_count()))")
 BESIDE_LIVE_FILES := tests/test_explorer.py tests/test_plots.py tests/test_bad_input.py tests/test_explorer_js.py
 test: BESIDE_LIVE = $(BESIDE_LIVE_FILES)
 test: MEASURES_LATER = 1
 fake-gpu+nbval: $(STAMP)
 	$(call begin_part,fake-gpu+nbval)
 	@echo "==> fake-gpu, the live chapters$(if $(MEASURES_LATER), then the tests that time this machine); beside them the quiet chapters, then nbval: the solutions$(RECORDED_SAID)$(if $(BESIDE_LIVE),$(COMMA) then $(BESIDE_LIVE))"
-	$(call side_by_side,fake-gpu-live,rc=0; $(FAKE_GPU) "every_chapter and live" || rc=1; $(if $(MEASURES_LATER),$(MEASURES) || rc=1;) exit $$rc,fake-gpu-quiet+nbval,rc=0; $(FAKE_GPU) "every_chapter and quiet" || rc=1; $(call NBVAL_SOLUTIONS,) || rc=1; $(NBVAL_RECORDED) || rc=1; $(if $(BESIDE_LIVE),$(UNIT) -m "not measures" $(BESIDE_LIVE) || rc=1;) exit $$rc)
+	$(call side_by_side,fake-gpu-live,rc=0; $(FAKE_GPU) "every_chapter and live" || rc=1; $(if $(MEASURES_LATER),OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$(SHARE_THREADS)} $(MEASURES) || rc=1;) exit $$rc,fake-gpu-quiet+nbval,rc=0; $(FAKE_GPU) "every_chapter and quiet" || rc=1; $(call NBVAL_SOLUTIONS,) || rc=1; $(NBVAL_RECORDED) || rc=1; $(if $(BESIDE_LIVE),$(UNIT) -m "not measures" $(BESIDE_LIVE) || rc=1;) exit $$rc)
 	$(call end_part,fake-gpu+nbval)
 
 clean:
