@@ -185,7 +185,7 @@ def test_every_chapter_passes_on_a_fake_h200(tmp_path, group):
     assert notebooks
     log, out = tmp_path / "fake-gpu.jsonl", tmp_path / "out.txt"
     # the kernels' temporary files in this test's folder: nbval kills each kernel at its end, so what a
-    # chapter leaves for its kernel's exit to remove (chapter 6's trace) would stay in the machine's
+    # chapter leaves for its kernel's exit to remove (chapter 6's trace) would stay in the machine's /tmp
     kernel_tmp = tmp_path / "tmp"
     kernel_tmp.mkdir()
     run = _run_under_fake(notebooks, log, out, TMPDIR=str(kernel_tmp), **THREADS)
